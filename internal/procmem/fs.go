@@ -1,0 +1,123 @@
+package procmem
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+)
+
+// FS is a view of a procfs under a root path: "/" on the host, or e.g.
+// "/hostfs" in a container that mounts the host's procfs at /hostfs/proc.
+type FS struct {
+	root string
+	proc string
+	// sameNS: the pids of this procfs are the pids of our own pid namespace,
+	// so process_vm_readv(pid) reaches the process the procfs names.
+	sameNS bool
+	// vmReadvUnavailable: process_vm_readv returned ENOSYS once; use the mem file.
+	vmReadvUnavailable atomic.Bool
+
+	bootOnce sync.Once
+	bootTime int64
+	bootErr  error
+}
+
+// NewFS opens the procfs at <root>/proc. It fails when that is not a procfs.
+func NewFS(root string) (*FS, error) {
+	if root == "" {
+		root = "/"
+	}
+	proc := filepath.Join(root, "proc")
+	var st unix.Statfs_t
+	if err := unix.Statfs(proc, &st); err != nil {
+		return nil, fmt.Errorf("procfs at %s: %w", proc, err)
+	}
+	if st.Type != unix.PROC_SUPER_MAGIC {
+		return nil, fmt.Errorf("%s is not a procfs (filesystem type %#x)", proc, st.Type)
+	}
+	fs := &FS{root: root, proc: proc}
+	// "self" resolves to the reader's pid as this procfs's namespace sees it.
+	self, err := os.Readlink(filepath.Join(proc, "self"))
+	fs.sameNS = err == nil && self == strconv.Itoa(os.Getpid())
+	return fs, nil
+}
+
+// Root returns the root path the FS was opened with.
+func (fs *FS) Root() string { return fs.root }
+
+// ProcDir returns the procfs directory, <root>/proc.
+func (fs *FS) ProcDir() string { return fs.proc }
+
+// SameNamespace reports whether the procfs pids are those of the reader's pid
+// namespace (process_vm_readv can be used with them).
+func (fs *FS) SameNamespace() bool { return fs.sameNS }
+
+// path returns <root>/proc/<pid>/<name>.
+func (fs *FS) path(pid int, name string) string {
+	b := make([]byte, 0, len(fs.proc)+len(name)+12)
+	b = append(b, fs.proc...)
+	b = append(b, '/')
+	b = strconv.AppendInt(b, int64(pid), 10)
+	b = append(b, '/')
+	b = append(b, name...)
+	return string(b)
+}
+
+// BootTime returns the host's boot time in seconds since the epoch (btime of
+// <root>/proc/stat), read once.
+func (fs *FS) BootTime() (int64, error) {
+	fs.bootOnce.Do(func() {
+		data, err := os.ReadFile(filepath.Join(fs.proc, "stat"))
+		if err != nil {
+			fs.bootErr = fmt.Errorf("read boot time: %w", err)
+			return
+		}
+		fs.bootTime, fs.bootErr = parseBootTime(data)
+	})
+	return fs.bootTime, fs.bootErr
+}
+
+func parseBootTime(stat []byte) (int64, error) {
+	const key = "\nbtime "
+	for i := 0; i+len(key) <= len(stat); i++ {
+		if string(stat[i:i+len(key)]) != key {
+			continue
+		}
+		rest := stat[i+len(key):]
+		end := 0
+		for end < len(rest) && rest[end] >= '0' && rest[end] <= '9' {
+			end++
+		}
+		v, err := strconv.ParseInt(string(rest[:end]), 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("parse btime: %w", err)
+		}
+		return v, nil
+	}
+	return 0, errors.New("no btime line in stat")
+}
+
+// classify maps an errno from procfs or a memory read to an error kind.
+func classify(err error) error {
+	switch {
+	case errors.Is(err, unix.ENOENT), errors.Is(err, unix.ESRCH):
+		return ErrProcessGone
+	case errors.Is(err, unix.EACCES), errors.Is(err, unix.EPERM):
+		return ErrPermissionDenied
+	}
+	return nil
+}
+
+// wrapOS wraps an OS error with its kind (when it has one) and context.
+func wrapOS(op string, pid int, err error) error {
+	if kind := classify(err); kind != nil {
+		return fmt.Errorf("%s of pid %d: %w: %w", op, pid, kind, err)
+	}
+	return fmt.Errorf("%s of pid %d: %w", op, pid, err)
+}

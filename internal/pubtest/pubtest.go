@@ -1,0 +1,267 @@
+// Package pubtest starts real publisher processes for tests: the Go
+// reference publisher (cmd/ctxpublisher) and the independent C publisher
+// (testdata/cpublisher), both driven over the same line protocol on stdin.
+//
+// The binaries are built once per test binary into a temporary directory;
+// call Main from TestMain so that it is removed afterwards. A missing gcc
+// fails the test: the C publisher is part of what the tests check.
+package pubtest
+
+import (
+	"bufio"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Kind names a publisher implementation.
+type Kind string
+
+const (
+	Go Kind = "go"
+	C  Kind = "c"
+)
+
+// Kinds lists every implementation, for table-driven tests.
+var Kinds = []Kind{Go, C}
+
+var build struct {
+	once sync.Once
+	dir  string
+	err  error
+}
+
+// Main runs the tests and removes the built binaries.
+func Main(m *testing.M) int {
+	code := m.Run()
+	if build.dir != "" {
+		_ = os.RemoveAll(build.dir)
+	}
+	return code
+}
+
+// RepoRoot returns the repository's root directory.
+func RepoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+// Binary returns the path of kind's publisher executable, building both on
+// first use.
+func Binary(t testing.TB, kind Kind) string {
+	t.Helper()
+	build.once.Do(func() {
+		build.dir, build.err = os.MkdirTemp("", "pubtest-")
+		if build.err != nil {
+			return
+		}
+		root := RepoRoot()
+		goCmd := exec.Command("go", "build", "-o", filepath.Join(build.dir, "go-publisher"), "./cmd/ctxpublisher")
+		goCmd.Dir = root
+		if out, err := goCmd.CombinedOutput(); err != nil {
+			build.err = fmt.Errorf("build Go publisher: %v\n%s", err, out)
+			return
+		}
+		cCmd := exec.Command("gcc", "-O2", "-Wall", "-Wextra", "-Werror", "-std=gnu11", "-pthread",
+			"-o", filepath.Join(build.dir, "c-publisher"), "testdata/cpublisher/publisher.c")
+		cCmd.Dir = root
+		if out, err := cCmd.CombinedOutput(); err != nil {
+			build.err = fmt.Errorf("build C publisher (gcc is required): %v\n%s", err, out)
+		}
+	})
+	if build.err != nil {
+		t.Fatal(build.err)
+	}
+	return filepath.Join(build.dir, string(kind)+"-publisher")
+}
+
+// Options select how the child publishes.
+type Options struct {
+	Separate  bool // payload in a separate allocation
+	Anonymous bool // anonymous mapping instead of memfd
+}
+
+// Proc is a running publisher process.
+type Proc struct {
+	Kind Kind
+	Pid  int
+	t    testing.TB
+	cmd  *exec.Cmd
+	in   io.WriteCloser
+	out  *bufio.Reader
+	mu   sync.Mutex
+	done chan struct{}
+}
+
+// Start starts a publisher child; it is killed when the test ends.
+func Start(t testing.TB, kind Kind, opts Options) *Proc {
+	t.Helper()
+	var args []string
+	if kind == Go {
+		args = append(args, "-control")
+	}
+	if opts.Separate {
+		args = append(args, "-separate")
+	}
+	if opts.Anonymous {
+		args = append(args, "-anon")
+	}
+	return StartCommand(t, kind, exec.Command(Binary(t, kind), args...))
+}
+
+// StartCommand starts a prepared publisher command (e.g. wrapped in unshare)
+// whose stdin/stdout speak the control protocol.
+func StartCommand(t testing.TB, kind Kind, cmd *exec.Cmd) *Proc {
+	t.Helper()
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	outPipe, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start %s publisher: %v", kind, err)
+	}
+	p := &Proc{Kind: kind, t: t, cmd: cmd, in: in, out: bufio.NewReader(outPipe), done: make(chan struct{})}
+	go func() { _ = cmd.Wait(); close(p.done) }()
+	t.Cleanup(p.Kill)
+	line, err := p.readLine()
+	if err != nil {
+		t.Fatalf("%s publisher did not start: %v", kind, err)
+	}
+	pid, ok := strings.CutPrefix(line, "ready ")
+	if !ok {
+		t.Fatalf("%s publisher said %q, want ready <pid>", kind, line)
+	}
+	// Inside a pid namespace the child reports its own pid; callers that
+	// need the host pid use HostPid.
+	p.Pid, _ = strconv.Atoi(pid)
+	return p
+}
+
+// HostPid returns the pid of the started command itself.
+func (p *Proc) HostPid() int { return p.cmd.Process.Pid }
+
+func (p *Proc) readLine() (string, error) {
+	type result struct {
+		line string
+		err  error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		line, err := p.out.ReadString('\n')
+		ch <- result{strings.TrimSpace(line), err}
+	}()
+	select {
+	case r := <-ch:
+		return r.line, r.err
+	case <-time.After(30 * time.Second):
+		return "", fmt.Errorf("no answer from %s publisher in 30s", p.Kind)
+	}
+}
+
+// Do sends one command line and returns the answer without its "ok".
+// An "err ..." answer fails the test.
+func (p *Proc) Do(command string) string {
+	p.t.Helper()
+	reply, err := p.Try(command)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	return reply
+}
+
+// Try sends one command line; an "err ..." answer is returned as an error.
+func (p *Proc) Try(command string) (string, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, err := io.WriteString(p.in, command+"\n"); err != nil {
+		return "", fmt.Errorf("%s publisher: send %.40q: %w", p.Kind, command, err)
+	}
+	line, err := p.readLine()
+	if err != nil {
+		return "", err
+	}
+	if rest, ok := strings.CutPrefix(line, "ok"); ok {
+		return strings.TrimSpace(rest), nil
+	}
+	return "", fmt.Errorf("%s publisher: %.40q: %s", p.Kind, command, line)
+}
+
+// Publish publishes payload and returns the header address.
+func (p *Proc) Publish(payload []byte) uint64 {
+	p.t.Helper()
+	return parseAddr(p.t, p.Do("publish "+hex.EncodeToString(payload)))
+}
+
+// Update updates the payload in place and returns the header address.
+func (p *Proc) Update(payload []byte) uint64 {
+	p.t.Helper()
+	return parseAddr(p.t, p.Do("update "+hex.EncodeToString(payload)))
+}
+
+// Unpublish removes the context.
+func (p *Proc) Unpublish() { p.t.Helper(); p.Do("unpublish") }
+
+// Header overwrites the published header raw; ptr is "inline", "unmapped"
+// or a 0x address.
+func (p *Proc) Header(signature string, version, size uint32, publishedAt uint64, ptr string) {
+	p.t.Helper()
+	p.Do(fmt.Sprintf("header %s %d %d %d %s", hex.EncodeToString([]byte(signature)), version, size, publishedAt, ptr))
+}
+
+// Spin updates in a tight loop for d and returns the number of updates.
+func (p *Proc) Spin(d time.Duration) int {
+	p.t.Helper()
+	n, err := strconv.Atoi(p.Do(fmt.Sprintf("spin %d", d.Milliseconds())))
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	return n
+}
+
+// Exit asks the publisher to exit and waits for it.
+func (p *Proc) Exit() {
+	p.t.Helper()
+	p.Do("exit")
+	p.Wait()
+}
+
+// Wait waits for the process to end (and to be reaped).
+func (p *Proc) Wait() {
+	select {
+	case <-p.done:
+	case <-time.After(30 * time.Second):
+		p.t.Errorf("%s publisher %d did not exit", p.Kind, p.Pid)
+	}
+}
+
+// Kill kills the process and waits for it.
+func (p *Proc) Kill() {
+	_ = p.in.Close()
+	if p.cmd.Process != nil {
+		_ = p.cmd.Process.Kill()
+	}
+	<-p.done
+}
+
+func parseAddr(t testing.TB, s string) uint64 {
+	t.Helper()
+	v, err := strconv.ParseUint(strings.TrimPrefix(s, "0x"), 16, 64)
+	if err != nil {
+		t.Fatalf("bad address %q: %v", s, err)
+	}
+	return v
+}
