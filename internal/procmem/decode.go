@@ -1,6 +1,7 @@
 package procmem
 
 import (
+	"errors"
 	"fmt"
 	"math"
 
@@ -117,7 +118,8 @@ func (e *payloadError) Unwrap() error { return e.kind }
 // payloadErrorIn prefixes the location of a nested error. Only called on
 // error paths.
 func payloadErrorIn(err error, format string, args ...any) error {
-	if e, ok := err.(*payloadError); ok {
+	var e *payloadError
+	if errors.As(err, &e) {
 		e.msg = fmt.Sprintf(format, args...) + ": " + e.msg
 	}
 	return err

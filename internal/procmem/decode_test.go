@@ -702,7 +702,7 @@ func TestDecodePayloadErrors(t *testing.T) {
 			require.Error(t, err)
 			assert.True(t, errors.Is(err, tt.want), "error %q does not wrap %q", err, tt.want)
 			other := procmem.ErrInvalid
-			if tt.want == procmem.ErrInvalid {
+			if errors.Is(tt.want, procmem.ErrInvalid) {
 				other = procmem.ErrTooLarge
 			}
 			assert.False(t, errors.Is(err, other), "error %q also wraps %q", err, other)

@@ -95,7 +95,7 @@ func (fs *FS) readStat(pid int, buf *[statBufSize]byte) (int, error) {
 		fd = int(r)
 		break
 	}
-	defer unix.Close(fd)
+	defer func() { _ = unix.Close(fd) }()
 	// A raw read too: unix.Read, built with -race, moves buf to the heap.
 	n := 0
 	for n < len(buf) {

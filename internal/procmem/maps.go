@@ -37,9 +37,6 @@ type Mapping struct {
 // care about fits many times over.
 const mapsBufferSize = 64 << 10
 
-// errLineTooLong is internal: the scanner drops lines longer than its buffer.
-var errLineTooLong = errors.New("maps line longer than buffer")
-
 // FindMapping streams <root>/proc/<pid>/maps and returns the first context
 // mapping: readable, not executable, named exactly as SPEC.md says. It
 // returns ErrNoContext when there is none.

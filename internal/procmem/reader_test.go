@@ -219,7 +219,7 @@ func TestProcessesWithoutContext(t *testing.T) {
 	// The test binary itself publishes, then looks at a child it forks.
 	pub, err := publisher.Publish(serviceContext(t, "parent"), publisher.Options{})
 	require.NoError(t, err)
-	defer pub.Unpublish()
+	defer func() { _ = pub.Unpublish() }()
 	child := exec.Command("sleep", "30")
 	require.NoError(t, child.Start())
 	t.Cleanup(func() { _ = child.Process.Kill(); _ = child.Wait() })

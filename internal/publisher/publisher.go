@@ -104,7 +104,7 @@ func createMapping(size int, anonymous bool) ([]byte, error) {
 			fd, err = unix.MemfdCreate("OTEL_CTX", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
 		}
 		if err == nil {
-			defer unix.Close(fd)
+			defer func() { _ = unix.Close(fd) }()
 			if err := unix.Ftruncate(fd, int64(size)); err != nil {
 				return nil, fmt.Errorf("publish: ftruncate memfd: %w", err)
 			}

@@ -68,14 +68,14 @@ func Binary(t testing.TB, kind Kind) string {
 		goCmd := exec.Command("go", "build", "-o", filepath.Join(build.dir, "go-publisher"), "./cmd/ctxpublisher")
 		goCmd.Dir = root
 		if out, err := goCmd.CombinedOutput(); err != nil {
-			build.err = fmt.Errorf("build Go publisher: %v\n%s", err, out)
+			build.err = fmt.Errorf("build Go publisher: %w\n%s", err, out)
 			return
 		}
 		cCmd := exec.Command("gcc", "-O2", "-Wall", "-Wextra", "-Werror", "-std=gnu11", "-pthread",
 			"-o", filepath.Join(build.dir, "c-publisher"), "testdata/cpublisher/publisher.c")
 		cCmd.Dir = root
 		if out, err := cCmd.CombinedOutput(); err != nil {
-			build.err = fmt.Errorf("build C publisher (gcc is required): %v\n%s", err, out)
+			build.err = fmt.Errorf("build C publisher (gcc is required): %w\n%s", err, out)
 		}
 	})
 	if build.err != nil {
