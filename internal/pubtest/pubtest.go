@@ -126,17 +126,23 @@ func StartCommand(t testing.TB, kind Kind, cmd *exec.Cmd) *Proc {
 	if err != nil {
 		t.Fatal(err)
 	}
-	outPipe, err := cmd.StdoutPipe()
+	// Our own pipe rather than StdoutPipe: Wait (running in the background)
+	// would close StdoutPipe's read end before the last answer is read.
+	outR, outW, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
+	cmd.Stdout = outW
 	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
+	err = cmd.Start()
+	_ = outW.Close()
+	if err != nil {
+		_ = outR.Close()
 		t.Fatalf("start %s publisher: %v", kind, err)
 	}
-	p := &Proc{Kind: kind, t: t, cmd: cmd, in: in, out: bufio.NewReader(outPipe), done: make(chan struct{})}
+	p := &Proc{Kind: kind, t: t, cmd: cmd, in: in, out: bufio.NewReader(outR), done: make(chan struct{})}
 	go func() { _ = cmd.Wait(); close(p.done) }()
-	t.Cleanup(p.Kill)
+	t.Cleanup(func() { p.Kill(); _ = outR.Close() })
 	line, err := p.readLine()
 	if err != nil {
 		t.Fatalf("%s publisher did not start: %v", kind, err)
