@@ -1,0 +1,129 @@
+package processctxreceiver
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/processctx/otelcol-processctx/internal/procmem"
+)
+
+// Entity event formats.
+const (
+	// FormatLegacy: otel.entity.* attributes, as contrib's
+	// pkg/experimentalmetricmetadata emits them by default.
+	FormatLegacy = "legacy"
+	// FormatSpec: EventName entity.state / entity.delete with entity.id,
+	// entity.description and entity.report.interval (seconds).
+	FormatSpec = "spec"
+)
+
+// Config is the receiver's configuration.
+type Config struct {
+	// CollectionInterval is the time between scans.
+	CollectionInterval time.Duration `mapstructure:"collection_interval"`
+	// RescanInterval is how long a process without a context waits before
+	// its maps are read again (SDKs often publish seconds after start).
+	RescanInterval time.Duration `mapstructure:"rescan_interval"`
+	// RescanBudget caps the maps files re-read for late publishers in one
+	// scan; the longest-waiting processes go first.
+	RescanBudget int `mapstructure:"rescan_budget"`
+	// ReportInterval is how often every live entity is reported again.
+	ReportInterval time.Duration `mapstructure:"report_interval"`
+	// EntityEventFormat is "legacy" (default) or "spec".
+	EntityEventFormat string `mapstructure:"entity_event_format"`
+	// RootPath is where the host's filesystem is mounted: "/" on the host,
+	// e.g. "/hostfs" in a container with the host's procfs at /hostfs/proc.
+	RootPath string `mapstructure:"root_path"`
+	// MaxPayloadSize caps the payload a publisher may declare.
+	MaxPayloadSize uint32 `mapstructure:"max_payload_size"`
+	// Include, when it lists executables, limits the receiver to them.
+	Include MatchConfig `mapstructure:"include"`
+	// Exclude drops processes whose executable matches.
+	Exclude MatchConfig `mapstructure:"exclude"`
+}
+
+// MatchConfig selects processes by executable name.
+type MatchConfig struct {
+	// Executables are process.executable.name values or shell patterns
+	// (filepath.Match syntax), e.g. "java" or "python3*".
+	Executables []string `mapstructure:"executables"`
+}
+
+func createDefaultConfig() *Config {
+	return &Config{
+		CollectionInterval: 10 * time.Second,
+		RescanInterval:     30 * time.Second,
+		RescanBudget:       256,
+		ReportInterval:     5 * time.Minute,
+		EntityEventFormat:  FormatLegacy,
+		RootPath:           "/",
+		MaxPayloadSize:     procmem.DefaultLimits().MaxPayloadSize,
+	}
+}
+
+// Validate implements confmap.Validator.
+func (c *Config) Validate() error {
+	var errs []error
+	if c.CollectionInterval <= 0 {
+		errs = append(errs, fmt.Errorf("collection_interval must be positive, got %s", c.CollectionInterval))
+	}
+	if c.RescanInterval <= 0 {
+		errs = append(errs, fmt.Errorf("rescan_interval must be positive, got %s", c.RescanInterval))
+	}
+	if c.RescanBudget <= 0 {
+		errs = append(errs, fmt.Errorf("rescan_budget must be positive, got %d", c.RescanBudget))
+	}
+	if c.ReportInterval <= 0 {
+		errs = append(errs, fmt.Errorf("report_interval must be positive, got %s", c.ReportInterval))
+	}
+	if c.EntityEventFormat != FormatLegacy && c.EntityEventFormat != FormatSpec {
+		errs = append(errs, fmt.Errorf("entity_event_format must be %q or %q, got %q", FormatLegacy, FormatSpec, c.EntityEventFormat))
+	}
+	if c.RootPath == "" || !filepath.IsAbs(c.RootPath) {
+		errs = append(errs, fmt.Errorf("root_path must be an absolute path, got %q", c.RootPath))
+	}
+	limits := c.limits()
+	if err := limits.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("max_payload_size: %w", err))
+	}
+	for _, m := range []struct {
+		name string
+		cfg  MatchConfig
+	}{{"include", c.Include}, {"exclude", c.Exclude}} {
+		for _, p := range m.cfg.Executables {
+			if _, err := filepath.Match(p, ""); err != nil || p == "" {
+				errs = append(errs, fmt.Errorf("%s.executables: bad pattern %q", m.name, p))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (c *Config) limits() procmem.Limits {
+	l := procmem.DefaultLimits()
+	l.MaxPayloadSize = c.MaxPayloadSize
+	return l
+}
+
+// selects reports whether a process with this executable name is watched.
+func (c *Config) selects(executable string) bool {
+	if len(c.Include.Executables) > 0 && !matchAny(c.Include.Executables, executable) {
+		return false
+	}
+	return !matchAny(c.Exclude.Executables, executable)
+}
+
+func (c *Config) filters() bool {
+	return len(c.Include.Executables) > 0 || len(c.Exclude.Executables) > 0
+}
+
+func matchAny(patterns []string, name string) bool {
+	for _, p := range patterns {
+		if ok, _ := filepath.Match(p, name); ok {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,72 @@
+package metadata
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+)
+
+// Read outcomes, the values of the "outcome" attribute of the reads metric.
+const (
+	OutcomeOK               = "ok"
+	OutcomeUnchanged        = "unchanged"
+	OutcomeNoContext        = "no_context"
+	OutcomePermissionDenied = "permission_denied"
+	OutcomeInvalid          = "invalid"
+	OutcomeTooLarge         = "too_large"
+	OutcomeTorn             = "torn"
+	OutcomeGone             = "gone"
+	OutcomeError            = "error"
+)
+
+// TelemetryBuilder holds the receiver's instruments.
+type TelemetryBuilder struct {
+	ScannedProcesses metric.Int64Counter
+	Reads            metric.Int64Counter
+	Contexts         metric.Int64Gauge
+	ScanDuration     metric.Float64Histogram
+
+	outcomes map[string]metric.MeasurementOption
+}
+
+// NewTelemetryBuilder creates the instruments on the component's meter.
+func NewTelemetryBuilder(settings component.TelemetrySettings) (*TelemetryBuilder, error) {
+	meter := settings.MeterProvider.Meter(ScopeName)
+	tb := &TelemetryBuilder{outcomes: map[string]metric.MeasurementOption{}}
+	var errs, err error
+	tb.ScannedProcesses, err = meter.Int64Counter("otelcol_process_context_receiver_scanned_processes",
+		metric.WithDescription("Processes looked at by scans."), metric.WithUnit("{process}"))
+	errs = errors.Join(errs, err)
+	tb.Reads, err = meter.Int64Counter("otelcol_process_context_receiver_reads",
+		metric.WithDescription("Context reads by outcome."), metric.WithUnit("{read}"))
+	errs = errors.Join(errs, err)
+	tb.Contexts, err = meter.Int64Gauge("otelcol_process_context_receiver_contexts",
+		metric.WithDescription("Processes currently publishing a context."), metric.WithUnit("{process}"))
+	errs = errors.Join(errs, err)
+	tb.ScanDuration, err = meter.Float64Histogram("otelcol_process_context_receiver_scan_duration",
+		metric.WithDescription("Duration of one scan of the host's processes."), metric.WithUnit("s"))
+	errs = errors.Join(errs, err)
+	for _, o := range []string{OutcomeOK, OutcomeUnchanged, OutcomeNoContext, OutcomePermissionDenied,
+		OutcomeInvalid, OutcomeTooLarge, OutcomeTorn, OutcomeGone, OutcomeError} {
+		tb.outcomes[o] = metric.WithAttributeSet(attribute.NewSet(attribute.String("outcome", o)))
+	}
+	return tb, errs
+}
+
+// RecordReads adds n reads with outcome.
+func (tb *TelemetryBuilder) RecordReads(ctx context.Context, outcome string, n int64) {
+	if n > 0 {
+		tb.Reads.Add(ctx, n, tb.outcomes[outcome])
+	}
+}
+
+// RecordScan records one finished scan.
+func (tb *TelemetryBuilder) RecordScan(ctx context.Context, scanned, contexts int, took time.Duration) {
+	tb.ScannedProcesses.Add(ctx, int64(scanned))
+	tb.Contexts.Record(ctx, int64(contexts))
+	tb.ScanDuration.Record(ctx, took.Seconds())
+}

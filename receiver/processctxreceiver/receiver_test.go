@@ -1,0 +1,390 @@
+package processctxreceiver
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/receiver/receivertest"
+	"go.uber.org/goleak"
+
+	"github.com/processctx/otelcol-processctx/internal/publisher"
+	"github.com/processctx/otelcol-processctx/internal/pubtest"
+	"github.com/processctx/otelcol-processctx/receiver/processctxreceiver/internal/metadata"
+)
+
+func TestMain(m *testing.M) {
+	code := pubtest.Main(m)
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// event is one entity event, decoded from either format.
+type event struct {
+	kind         string // "state" or "delete"
+	pid          int
+	creationTime string
+	description  map[string]any
+	contextAttrs map[string]any
+	reason       string
+	interval     int64
+}
+
+func decodeEvents(t testing.TB, logs []plog.Logs) []event {
+	t.Helper()
+	var out []event
+	for _, l := range logs {
+		for _, rl := range l.ResourceLogs().All() {
+			for _, sl := range rl.ScopeLogs().All() {
+				marker, ok := sl.Scope().Attributes().Get(scopeEventAsLog)
+				require.True(t, ok && marker.Bool(), "scope marker")
+				require.Equal(t, metadata.ScopeName, sl.Scope().Name())
+				for _, lr := range sl.LogRecords().All() {
+					out = append(out, decodeEvent(t, lr))
+				}
+			}
+		}
+	}
+	return out
+}
+
+func decodeEvent(t testing.TB, lr plog.LogRecord) event {
+	t.Helper()
+	a := lr.Attributes().AsRaw()
+	var e event
+	var id map[string]any
+	if lr.EventName() != "" { // spec format
+		e.kind = map[string]string{specEventState: "state", specEventDelete: "delete"}[lr.EventName()]
+		require.Equal(t, entityTypeProcess, a[specEntityType])
+		id, _ = a[specEntityID].(map[string]any)
+		e.description, _ = a[specEntityDescription].(map[string]any)
+		e.reason, _ = a[specDeleteReason].(string)
+		e.interval, _ = a[specEntityInterval].(int64)
+	} else {
+		e.kind = map[string]string{legacyEventState: "state", legacyEventDelete: "delete"}[a[legacyEventType].(string)]
+		require.Equal(t, entityTypeProcess, a[legacyEntityType])
+		id, _ = a[legacyEntityID].(map[string]any)
+		e.description, _ = a[legacyEntityAttrs].(map[string]any)
+		e.reason, _ = a[legacyDeleteReason].(string)
+		e.interval, _ = a[legacyEntityInterval].(int64)
+	}
+	require.NotEmpty(t, e.kind, "event type of %v", a)
+	require.Len(t, id, 2, "entity id %v", id)
+	e.pid = int(id["process.pid"].(int64))
+	e.creationTime = id["process.creation.time"].(string)
+	require.NotEmpty(t, e.creationTime)
+	e.contextAttrs, _ = a[contextAttributesKey].(map[string]any)
+	return e
+}
+
+func eventsOf(events []event, pid int) []event {
+	var out []event
+	for _, e := range events {
+		if e.pid == pid {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func testConfig() *Config {
+	cfg := createDefaultConfig()
+	cfg.CollectionInterval = 100 * time.Millisecond
+	cfg.RescanInterval = 500 * time.Millisecond
+	cfg.ReportInterval = time.Hour
+	return cfg
+}
+
+type running struct {
+	sink *consumertest.LogsSink
+	rcv  *processContextReceiver
+	tel  *componenttest.Telemetry
+}
+
+func startReceiver(t *testing.T, cfg *Config) *running {
+	t.Helper()
+	sink := new(consumertest.LogsSink)
+	tel := componenttest.NewTelemetry()
+	set := receivertest.NewNopSettings(metadata.Type)
+	set.TelemetrySettings = tel.NewTelemetrySettings()
+	rcv, err := newReceiver(set, cfg, sink)
+	require.NoError(t, err)
+	require.NoError(t, rcv.Start(context.Background(), componenttest.NewNopHost()))
+	t.Cleanup(func() {
+		require.NoError(t, rcv.Shutdown(context.Background()))
+		require.NoError(t, tel.Shutdown(context.Background()))
+	})
+	return &running{sink: sink, rcv: rcv, tel: tel}
+}
+
+// waitEvents waits until pid has n events and returns them.
+func (r *running) waitEvents(t *testing.T, pid, n int) []event {
+	t.Helper()
+	var got []event
+	require.Eventually(t, func() bool {
+		got = eventsOf(decodeEvents(t, r.sink.AllLogs()), pid)
+		return len(got) >= n
+	}, 10*time.Second, 20*time.Millisecond, "pid %d: want %d events, have %+v", pid, n, got)
+	return got
+}
+
+func context1() (pcommon.Map, pcommon.Map) {
+	res := pcommon.NewMap()
+	res.PutStr("service.name", "checkout")
+	res.PutStr("service.instance.id", "i-1")
+	res.PutStr("deployment.environment.name", "prod")
+	res.PutInt("service.shard", 3)
+	res.PutBool("canary", true)
+	attrs := pcommon.NewMap()
+	attrs.PutStr("threadlocal.schema_version", "tlsdesc_v1_dev")
+	return res, attrs
+}
+
+func encode(t testing.TB, res, attrs pcommon.Map) []byte {
+	t.Helper()
+	b, err := publisher.Encode(res, attrs)
+	require.NoError(t, err)
+	return b
+}
+
+// assertState checks a state event: the published attributes as they are,
+// the host's view beside them, the thread-context attributes kept apart.
+func assertState(t *testing.T, e event, p *pubtest.Proc, res, attrs pcommon.Map) {
+	t.Helper()
+	require.Equal(t, "state", e.kind)
+	for k, v := range res.AsRaw() {
+		assert.Equal(t, v, e.description[k], k)
+	}
+	assert.Equal(t, int64(p.Pid), e.description["process.pid"])
+	assert.Equal(t, int64(os.Getpid()), e.description["process.parent_pid"])
+	assert.Equal(t, string(p.Kind)+"-publisher", e.description["process.executable.name"])
+	assert.Contains(t, e.description["process.executable.path"], string(p.Kind)+"-publisher")
+	assert.Equal(t, "root", e.description["process.owner"])
+	assert.Equal(t, e.creationTime, e.description["process.creation.time"])
+	for k := range attrs.AsRaw() {
+		assert.NotContains(t, e.description, k, "non-resource attribute in the entity attributes")
+	}
+	assert.Equal(t, attrs.AsRaw(), e.contextAttrs)
+	assert.Equal(t, time.Hour.Milliseconds(), e.interval)
+}
+
+func TestEntityLifecycle(t *testing.T) {
+	for _, kind := range pubtest.Kinds {
+		t.Run(string(kind), func(t *testing.T) {
+			r := startReceiver(t, testConfig())
+			p := pubtest.Start(t, kind, pubtest.Options{})
+			res, attrs := context1()
+			p.Publish(encode(t, res, attrs))
+
+			events := r.waitEvents(t, p.Pid, 1)
+			assertState(t, events[0], p, res, attrs)
+
+			// Update: exactly one new state event with the new attributes.
+			res.PutStr("service.version", "2.0")
+			res.Remove("canary")
+			p.Update(encode(t, res, attrs))
+			events = r.waitEvents(t, p.Pid, 2)
+			assertState(t, events[1], p, res, attrs)
+			assert.NotContains(t, events[1].description, "canary")
+			assert.Equal(t, events[0].creationTime, events[1].creationTime, "same entity")
+
+			// Nothing more while the context does not change.
+			time.Sleep(5 * testConfig().CollectionInterval)
+			assert.Len(t, eventsOf(decodeEvents(t, r.sink.AllLogs()), p.Pid), 2)
+
+			// Unpublish: one delete; publishing again: a new state.
+			p.Unpublish()
+			events = r.waitEvents(t, p.Pid, 3)
+			assert.Equal(t, "delete", events[2].kind)
+			assert.Equal(t, reasonUnpublished, events[2].reason)
+			p.Publish(encode(t, res, attrs))
+			events = r.waitEvents(t, p.Pid, 4)
+			assertState(t, events[3], p, res, attrs)
+
+			// Exit: one delete.
+			p.Exit()
+			events = r.waitEvents(t, p.Pid, 5)
+			assert.Equal(t, "delete", events[4].kind)
+			assert.Equal(t, reasonExited, events[4].reason)
+			time.Sleep(5 * testConfig().CollectionInterval)
+			assert.Len(t, eventsOf(decodeEvents(t, r.sink.AllLogs()), p.Pid), 5, "no event twice")
+		})
+	}
+}
+
+func TestSpecFormat(t *testing.T) {
+	cfg := testConfig()
+	cfg.EntityEventFormat = FormatSpec
+	r := startReceiver(t, cfg)
+	p := pubtest.Start(t, pubtest.Go, pubtest.Options{})
+	res, attrs := context1()
+	p.Publish(encode(t, res, attrs))
+	events := r.waitEvents(t, p.Pid, 1)
+	require.Equal(t, "state", events[0].kind)
+	assert.Equal(t, "checkout", events[0].description["service.name"])
+	assert.Equal(t, int64(3600), events[0].interval, "seconds in the spec format")
+
+	lr := findRecord(t, r.sink.AllLogs(), p.Pid)
+	assert.Equal(t, specEventState, lr.EventName())
+	_, legacy := lr.Attributes().Get(legacyEventType)
+	assert.False(t, legacy)
+
+	p.Exit()
+	events = r.waitEvents(t, p.Pid, 2)
+	assert.Equal(t, "delete", events[1].kind)
+	assert.Equal(t, reasonExited, events[1].reason)
+}
+
+func findRecord(t *testing.T, logs []plog.Logs, pid int) plog.LogRecord {
+	t.Helper()
+	for _, l := range logs {
+		for _, rl := range l.ResourceLogs().All() {
+			for _, sl := range rl.ScopeLogs().All() {
+				for _, lr := range sl.LogRecords().All() {
+					if decodeEvent(t, lr).pid == pid {
+						return lr
+					}
+				}
+			}
+		}
+	}
+	t.Fatalf("no record for pid %d", pid)
+	return plog.LogRecord{}
+}
+
+func TestLatePublisherFoundWithinRescanInterval(t *testing.T) {
+	cfg := testConfig()
+	cfg.RescanInterval = time.Second
+	r := startReceiver(t, cfg)
+	p := pubtest.Start(t, pubtest.C, pubtest.Options{Separate: true})
+	time.Sleep(2 * time.Second) // the receiver has seen the process without a context
+	require.Empty(t, eventsOf(decodeEvents(t, r.sink.AllLogs()), p.Pid))
+
+	p.Publish(publisher.EncodeStrings(map[string]string{"service.name": "late"}))
+	published := time.Now()
+	events := r.waitEvents(t, p.Pid, 1)
+	found := time.Since(published)
+	assert.Equal(t, "late", events[0].description["service.name"])
+	assert.LessOrEqual(t, found, cfg.RescanInterval+2*cfg.CollectionInterval, "found after %s", found)
+}
+
+func TestPeriodicReport(t *testing.T) {
+	cfg := testConfig()
+	cfg.ReportInterval = 300 * time.Millisecond
+	r := startReceiver(t, cfg)
+	p := pubtest.Start(t, pubtest.Go, pubtest.Options{})
+	p.Publish(publisher.EncodeStrings(map[string]string{"service.name": "periodic"}))
+	events := r.waitEvents(t, p.Pid, 3)
+	for _, e := range events[:3] {
+		assert.Equal(t, "state", e.kind)
+		assert.Equal(t, "periodic", e.description["service.name"])
+	}
+}
+
+func TestHostilePublishersDoNotStopTheGoodOnes(t *testing.T) {
+	r := startReceiver(t, testConfig())
+	good := publisher.EncodeStrings(map[string]string{"service.name": "good"})
+	var hostile []*pubtest.Proc
+	for _, h := range []struct {
+		sig     string
+		version uint32
+		size    uint32
+		ts      uint64
+		ptr     string
+	}{
+		{"OTEL_CTY", 2, uint32(len(good)), 1, "inline"},
+		{"OTEL_CTX", 1, uint32(len(good)), 1, "inline"},
+		{"OTEL_CTX", 2, 1 << 31, 1, "inline"},
+		{"OTEL_CTX", 2, uint32(len(good)), 0, "inline"},
+		{"OTEL_CTX", 2, uint32(len(good)), 1, "unmapped"},
+	} {
+		p := pubtest.Start(t, pubtest.C, pubtest.Options{})
+		p.Publish(good)
+		p.Header(h.sig, h.version, h.size, h.ts, h.ptr)
+		hostile = append(hostile, p)
+	}
+	garbage := pubtest.Start(t, pubtest.Go, pubtest.Options{})
+	garbage.Publish([]byte("\xff\xff\xff\xff not protobuf"))
+	hostile = append(hostile, garbage)
+
+	var goods []*pubtest.Proc
+	for _, kind := range pubtest.Kinds {
+		p := pubtest.Start(t, kind, pubtest.Options{})
+		p.Publish(good)
+		goods = append(goods, p)
+	}
+	for _, p := range goods {
+		events := r.waitEvents(t, p.Pid, 1)
+		assert.Equal(t, "good", events[0].description["service.name"])
+	}
+	time.Sleep(5 * testConfig().CollectionInterval)
+	all := decodeEvents(t, r.sink.AllLogs())
+	for _, p := range hostile {
+		assert.Empty(t, eventsOf(all, p.Pid), "hostile publisher %d reported", p.Pid)
+	}
+	// A good publisher started after the hostile ones is still found.
+	late := pubtest.Start(t, pubtest.Go, pubtest.Options{})
+	late.Publish(good)
+	r.waitEvents(t, late.Pid, 1)
+
+	reads, err := r.tel.GetMetric("otelcol_process_context_receiver_reads")
+	require.NoError(t, err)
+	outcomes := map[string]bool{}
+	for _, dp := range reads.Data.(metricdataSum).DataPoints {
+		v, _ := dp.Attributes.Value("outcome")
+		outcomes[v.AsString()] = dp.Value > 0
+	}
+	for _, o := range []string{metadata.OutcomeOK, metadata.OutcomeInvalid, metadata.OutcomeTooLarge, metadata.OutcomeTorn, metadata.OutcomeNoContext} {
+		assert.True(t, outcomes[o], "outcome %s counted: %v", o, outcomes)
+	}
+}
+
+func TestShutdownWithoutStart(t *testing.T) {
+	rcv, err := newReceiver(receivertest.NewNopSettings(metadata.Type), testConfig(), new(consumertest.LogsSink))
+	require.NoError(t, err)
+	require.NoError(t, rcv.Shutdown(context.Background()))
+}
+
+func TestStartFailsOnWrongRoot(t *testing.T) {
+	cfg := testConfig()
+	cfg.RootPath = t.TempDir()
+	rcv, err := newReceiver(receivertest.NewNopSettings(metadata.Type), cfg, new(consumertest.LogsSink))
+	require.NoError(t, err)
+	err = rcv.Start(context.Background(), componenttest.NewNopHost())
+	require.ErrorContains(t, err, "root_path")
+	require.NoError(t, rcv.Shutdown(context.Background()))
+}
+
+func TestShutdownDuringScans(t *testing.T) {
+	// Start and stop repeatedly while scans run: no goroutine may be left
+	// (goleak in TestMain) and Shutdown returns promptly.
+	cfg := testConfig()
+	cfg.CollectionInterval = time.Millisecond
+	var wg sync.WaitGroup
+	for range 5 {
+		wg.Go(func() {
+			rcv, err := newReceiver(receivertest.NewNopSettings(metadata.Type), cfg, new(consumertest.LogsSink))
+			require.NoError(t, err)
+			require.NoError(t, rcv.Start(context.Background(), componenttest.NewNopHost()))
+			time.Sleep(20 * time.Millisecond)
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			require.NoError(t, rcv.Shutdown(ctx))
+		})
+	}
+	wg.Wait()
+}
