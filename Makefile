@@ -7,6 +7,10 @@ BIN       := bin
 FUZZTIME  ?= 60s
 SMOKETIME ?= 5s
 GOLANGCI  := github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
+BUILDER   := $(GOBIN)/builder
+BUILDER_VERSION := v0.165.0
+COLLECTOR := $(BIN)/otelcol-processctx
+GO_SOURCES := $(shell find . -name '*.go' -not -path './_build/*') go.mod go.sum
 
 # package:target pairs of every Go fuzz target
 FUZZ_TARGETS := \
@@ -18,24 +22,29 @@ FUZZ_TARGETS := \
 
 all: build
 
-# The collector binary (ocb distribution) lands with the distribution work;
-# until then build the tools every later piece relies on.
-build: tools
-	@echo "note: bin/otelcol-processctx (the ocb collector) is not built yet: builder-config.yaml does not exist so far"
+# The collector: ocb generates the distribution in _build/ and compiles it.
+build: $(COLLECTOR) tools
+
+$(COLLECTOR): builder-config.yaml $(GO_SOURCES)
+	@test -x $(BUILDER) || $(GO) install go.opentelemetry.io/collector/cmd/builder@$(BUILDER_VERSION)
+	$(BUILDER) --config builder-config.yaml
+	@mkdir -p $(BIN)
+	cp _build/otelcol-processctx $(COLLECTOR)
 
 tools:
 	$(GO) build -o $(BIN)/ctxpublisher ./cmd/ctxpublisher
 	$(GO) build -o $(BIN)/ctxdump ./cmd/ctxdump
 
-# Demo: a publisher process, and the reader listing what this host publishes.
-# Ctrl-C stops both.
-run: tools
-	@echo "note: the collector is not built yet; showing the reader (ctxdump) on a demo publisher"
-	@$(BIN)/ctxpublisher -service-name demo-checkout -attr deployment.environment.name=demo -update-every 10s & \
+# Demo: a publisher process beside the collector in the foreground, with
+# config.yaml; its entity event shows within seconds. Ctrl-C stops both.
+run: build
+	@$(BIN)/ctxpublisher -service-name demo-checkout -attr deployment.environment.name=demo -update-every 30s & \
 	pub=$$!; trap 'kill $$pub 2>/dev/null' EXIT INT TERM; \
-	sleep 1; $(BIN)/ctxdump -watch 2s
+	$(COLLECTOR) --config config.yaml --feature-gates=service.profilesSupport
 
-test: unit fuzz-smoke
+# Everything: unit and integration tests with real publisher processes, the
+# end-to-end tests through the built collector, and a fuzz smoke run.
+test: build unit fuzz-smoke
 
 unit:
 	$(GO) vet ./...
@@ -65,4 +74,4 @@ lint:
 	$(GOBIN)/golangci-lint run ./...
 
 clean:
-	rm -rf $(BIN)
+	rm -rf $(BIN) _build

@@ -1,0 +1,166 @@
+package e2e
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/processctx/otelcol-processctx/internal/pubtest"
+)
+
+func TestMain(m *testing.M) { os.Exit(pubtest.Main(m)) }
+
+// collectorBinary is the binary `make build` produces.
+func collectorBinary(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(pubtest.RepoRoot(), "bin", "otelcol-processctx")
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("%s is missing: run `make build` (make test does)", path)
+	}
+	return path
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// syncBuffer collects the collector's output.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+type collector struct {
+	cmd    *exec.Cmd
+	output *syncBuffer
+	done   chan struct{}
+	err    error
+}
+
+// startCollector runs the collector with config (YAML) and waits until it
+// is ready. wrap, when set, prefixes the command (e.g. setpriv).
+func startCollector(t *testing.T, config string, wrap ...string) *collector {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "e2e-collector-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfgPath := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(cfgPath, []byte(config), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bin := collectorBinary(t)
+	if len(wrap) > 0 { // another uid must be able to run it
+		copied := filepath.Join(dir, "otelcol-processctx")
+		data, err := os.ReadFile(bin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(copied, data, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		bin = copied
+	}
+	args := append(append([]string{}, wrap...), bin, "--config", cfgPath, "--feature-gates=service.profilesSupport")
+	c := &collector{cmd: exec.Command(args[0], args[1:]...), output: &syncBuffer{}, done: make(chan struct{})}
+	c.cmd.Stdout, c.cmd.Stderr = c.output, c.output
+	if err := c.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { c.err = c.cmd.Wait(); close(c.done) }()
+	t.Cleanup(func() {
+		_ = c.cmd.Process.Kill()
+		<-c.done
+		if t.Failed() {
+			t.Logf("collector output:\n%s", c.output.String())
+		}
+	})
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(c.output.String(), "Everything is ready") {
+		select {
+		case <-c.done:
+			t.Fatalf("collector exited: %v\n%s", c.err, c.output.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("collector not ready after 30s:\n%s", c.output.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return c
+}
+
+// stop sends SIGTERM and returns how long the collector took to exit.
+func (c *collector) stop(t *testing.T) time.Duration {
+	t.Helper()
+	start := time.Now()
+	if err := c.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-c.done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("collector did not exit 30s after SIGTERM")
+	}
+	if c.err != nil {
+		t.Errorf("collector exit: %v", c.err)
+	}
+	return time.Since(start)
+}
+
+// entitiesConfig sends the receiver's entity events to the test server.
+func entitiesConfig(server string, extraReceiver string) string {
+	return fmt.Sprintf(`
+receivers:
+  process_context:
+    collection_interval: 200ms
+    rescan_interval: 1s
+%s
+exporters:
+  otlp_grpc:
+    endpoint: %s
+    tls:
+      insecure: true
+    sending_queue:
+      batch:
+        flush_timeout: 50ms
+service:
+  telemetry:
+    metrics:
+      level: none
+  pipelines:
+    logs/entities:
+      receivers: [process_context]
+      exporters: [otlp_grpc]
+`, extraReceiver, server)
+}

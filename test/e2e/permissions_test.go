@@ -1,0 +1,55 @@
+package e2e
+
+import (
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/processctx/otelcol-processctx/internal/publisher"
+	"github.com/processctx/otelcol-processctx/internal/pubtest"
+)
+
+// The systemd unit runs the collector as a dedicated user with the ambient
+// capabilities CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH: check that this is
+// enough to read a root process's context, and that without them the
+// collector warns instead of failing.
+func TestUnprivilegedUserWithCapabilities(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to switch users")
+	}
+	setpriv, err := exec.LookPath("setpriv")
+	if err != nil {
+		t.Fatalf("setpriv (util-linux) is needed to run as another user: %v", err)
+	}
+	p := pubtest.Start(t, pubtest.Go, pubtest.Options{})
+	p.Publish(publisher.EncodeStrings(map[string]string{"service.name": "root-service"}))
+
+	t.Run("with CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH", func(t *testing.T) {
+		server := startOTLPServer(t)
+		startCollector(t, entitiesConfig(server.addr, ""), setpriv,
+			"--reuid=65534", "--regid=65534", "--clear-groups",
+			"--inh-caps=+sys_ptrace,+dac_read_search", "--ambient-caps=+sys_ptrace,+dac_read_search")
+		events := waitEntityEvents(t, server, p.Pid, 1)
+		assert.Equal(t, "root-service", events[0].attrs["service.name"])
+	})
+
+	t.Run("without capabilities", func(t *testing.T) {
+		server := startOTLPServer(t)
+		col := startCollector(t, entitiesConfig(server.addr, ""), setpriv,
+			"--reuid=65534", "--regid=65534", "--clear-groups")
+		require.Eventually(t, func() bool {
+			return strings.Contains(col.output.String(), "permission denied")
+		}, 10*time.Second, 50*time.Millisecond)
+		assert.Contains(t, col.output.String(), "CAP_SYS_PTRACE")
+		time.Sleep(time.Second)
+		for _, e := range entityEvents(server.allLogs()) {
+			assert.NotEqual(t, int64(p.Pid), e.pid, "a root process read without permission")
+		}
+		assert.Less(t, col.stop(t), 5*time.Second)
+	})
+}
