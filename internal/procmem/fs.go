@@ -48,6 +48,24 @@ func NewFS(root string) (*FS, error) {
 	return fs, nil
 }
 
+// ErrNotHostProcfs: the procfs belongs to a nested pid namespace (a
+// container's), so it shows that container's processes, not the host's.
+var ErrNotHostProcfs = errors.New("not the host's procfs")
+
+// CheckHost reports (with ErrNotHostProcfs) a procfs that belongs to a
+// nested pid namespace. Kernel threads are visible only in the initial pid
+// namespace, so the host's procfs always lists kthreadd as pid 2 with
+// parent 0: a container's procfs (e.g. a root_path whose proc is the
+// collector's own instead of the host's) does not.
+func (fs *FS) CheckHost() error {
+	var buf [statBufSize]byte
+	st, err := fs.statFields(2, &buf)
+	if err == nil && st.ppid == 0 && string(st.comm) == "kthreadd" {
+		return nil
+	}
+	return fmt.Errorf("%s shows no kernel threads: it is the procfs of a container's pid namespace: %w", fs.proc, ErrNotHostProcfs)
+}
+
 // Root returns the root path the FS was opened with.
 func (fs *FS) Root() string { return fs.root }
 

@@ -19,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -93,13 +94,16 @@ type Options struct {
 // Proc is a running publisher process.
 type Proc struct {
 	Kind Kind
-	Pid  int
-	t    testing.TB
-	cmd  *exec.Cmd
-	in   io.WriteCloser
-	out  *bufio.Reader
-	mu   sync.Mutex
-	done chan struct{}
+	// Pid is the publisher's pid as it reported it: in its own pid
+	// namespace when it runs in one (see HostPid).
+	Pid     int
+	hostPid int
+	t       testing.TB
+	cmd     *exec.Cmd
+	in      io.WriteCloser
+	out     *bufio.Reader
+	mu      sync.Mutex
+	done    chan struct{}
 }
 
 // Start starts a publisher child; it is killed when the test ends.
@@ -157,8 +161,62 @@ func StartCommand(t testing.TB, kind Kind, cmd *exec.Cmd) *Proc {
 	return p
 }
 
-// HostPid returns the pid of the started command itself.
-func (p *Proc) HostPid() int { return p.cmd.Process.Pid }
+// HostPid returns the publisher's pid in the host's pid namespace.
+func (p *Proc) HostPid() int {
+	if p.hostPid != 0 {
+		return p.hostPid
+	}
+	return p.cmd.Process.Pid
+}
+
+// StartContained starts kind's publisher the way a container runtime
+// would: as pid 1 of a new pid namespace with its own /proc (unshare --pid
+// --fork --mount-proc) and, when cgroupDir is set, in that cgroup (a
+// directory under a mounted cgroup hierarchy, created here and removed at
+// the end of the test). Needs root.
+func StartContained(t testing.TB, kind Kind, cgroupDir string) *Proc {
+	t.Helper()
+	args := []string{"--pid", "--fork", "--mount-proc", "--", Binary(t, kind)}
+	if kind == Go {
+		args = append(args, "-control")
+	}
+	p := StartCommand(t, kind, exec.Command("unshare", args...))
+	deadline := time.Now().Add(5 * time.Second)
+	for p.hostPid = childOf(p.cmd.Process.Pid); p.hostPid == 0; p.hostPid = childOf(p.cmd.Process.Pid) {
+		if time.Now().After(deadline) {
+			t.Fatal("unshare did not start the publisher")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if cgroupDir != "" {
+		// Create the missing directories, and remove them again at the end.
+		var created []string
+		for d := cgroupDir; ; d = filepath.Dir(d) {
+			if _, err := os.Stat(d); err == nil {
+				break
+			}
+			created = append(created, d)
+		}
+		if err := os.MkdirAll(cgroupDir, 0o755); err != nil {
+			t.Fatalf("create cgroup: %v", err)
+		}
+		t.Cleanup(func() {
+			p.Kill() // a cgroup can only be removed once empty
+			for _, d := range created {
+				for range 100 {
+					if err := os.Remove(d); err == nil || os.IsNotExist(err) {
+						break
+					}
+					time.Sleep(10 * time.Millisecond)
+				}
+			}
+		})
+		if err := os.WriteFile(filepath.Join(cgroupDir, "cgroup.procs"), []byte(strconv.Itoa(p.hostPid)), 0); err != nil {
+			t.Fatalf("move publisher into %s: %v", cgroupDir, err)
+		}
+	}
+	return p
+}
 
 func (p *Proc) readLine() (string, error) {
 	type result struct {
@@ -254,9 +312,12 @@ func (p *Proc) Wait() {
 	}
 }
 
-// Kill kills the process and waits for it.
+// Kill kills the process (and a contained publisher) and waits for it.
 func (p *Proc) Kill() {
 	_ = p.in.Close()
+	if p.hostPid != 0 {
+		_ = syscall.Kill(p.hostPid, syscall.SIGKILL)
+	}
 	if p.cmd.Process != nil {
 		_ = p.cmd.Process.Kill()
 	}

@@ -52,6 +52,13 @@ func (r *processContextReceiver) Start(_ context.Context, _ component.Host) erro
 	if err != nil {
 		return fmt.Errorf("root_path %q: %w", r.cfg.RootPath, err)
 	}
+	if err := fs.CheckHost(); err != nil {
+		if r.cfg.RootPath != "/" {
+			return fmt.Errorf("root_path %q: %w: mount the host's /proc at %s", r.cfg.RootPath, err, fs.ProcDir())
+		}
+		r.settings.Logger.Warn("The collector runs in a container's pid namespace and sees only that container's processes: "+
+			"mount the host's /proc (e.g. at /hostfs/proc, with root_path: /hostfs) or use the host's pid namespace", zap.Error(err))
+	}
 	reg, release := registry.Acquire(fs.Root())
 	s, err := newScanner(r.cfg, fs, reg, r.settings.Logger)
 	if err != nil {

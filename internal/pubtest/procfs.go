@@ -1,0 +1,78 @@
+package pubtest
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// MountProc mounts a procfs at <root>/proc of a new temporary root and
+// returns the root: a bind of the host's /proc when nsPid is 0, else a new
+// procfs of nsPid's pid namespace (what a container sees). Unmounted at the
+// end of the test. Needs root.
+func MountProc(t testing.TB, nsPid int) string {
+	t.Helper()
+	root, err := os.MkdirTemp("", "pubtest-root-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	proc := filepath.Join(root, "proc")
+	if err := os.Mkdir(proc, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var cmd *exec.Cmd
+	if nsPid == 0 {
+		cmd = exec.Command("mount", "--bind", "/proc", proc)
+	} else {
+		cmd = exec.Command("nsenter", "--target", strconv.Itoa(nsPid), "--pid", "--", "mount", "-t", "proc", "proc", proc)
+	}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("mount %s: %v: %s", proc, err, out)
+	}
+	t.Cleanup(func() {
+		_ = unix.Unmount(proc, unix.MNT_DETACH)
+		_ = os.RemoveAll(root)
+	})
+	return root
+}
+
+// SleepInNewPidNamespace starts `sleep` as pid 1 of a new pid namespace and
+// returns its host pid. Needs root.
+func SleepInNewPidNamespace(t testing.TB) int {
+	t.Helper()
+	cmd := exec.Command("unshare", "--pid", "--fork", "--", "sleep", "600")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		if pid := childOf(cmd.Process.Pid); pid != 0 {
+			return pid
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatal("unshare did not start its child")
+	return 0
+}
+
+// childOf returns the first child of parent, 0 when it has none (yet).
+func childOf(parent int) int {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", parent, parent))
+	if err != nil {
+		return 0
+	}
+	fields := strings.Fields(string(data))
+	if len(fields) == 0 {
+		return 0
+	}
+	pid, _ := strconv.Atoi(fields[0])
+	return pid
+}

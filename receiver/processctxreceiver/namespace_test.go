@@ -1,0 +1,69 @@
+package processctxreceiver
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/receiver/receivertest"
+
+	"github.com/processctx/otelcol-processctx/internal/publisher"
+	"github.com/processctx/otelcol-processctx/internal/pubtest"
+	"github.com/processctx/otelcol-processctx/receiver/processctxreceiver/internal/metadata"
+)
+
+func requireRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (namespaces, mounts, cgroups)")
+	}
+}
+
+func TestContainedPublisherEntity(t *testing.T) {
+	requireRoot(t)
+	raw := make([]byte, 32)
+	_, err := rand.Read(raw)
+	require.NoError(t, err)
+	id := hex.EncodeToString(raw)
+
+	r := startReceiver(t, testConfig())
+	p := pubtest.StartContained(t, pubtest.C, "/sys/fs/cgroup/unified/system.slice/docker-"+id+".scope")
+	p.Publish(publisher.EncodeStrings(map[string]string{"service.name": "in-a-container", "process.pid": "1"}))
+
+	events := r.waitEvents(t, p.HostPid(), 1)
+	e := events[0]
+	assert.Equal(t, p.HostPid(), e.pid, "the entity id carries the host pid")
+	assert.Equal(t, int64(p.HostPid()), e.description["process.pid"], "the host's pid wins over the published one")
+	assert.Equal(t, int64(1), e.description["process.vpid"])
+	assert.Equal(t, id, e.description["container.id"])
+	assert.Equal(t, "in-a-container", e.description["service.name"])
+}
+
+func TestRootPath(t *testing.T) {
+	requireRoot(t)
+	t.Run("host procfs bind-mounted at a temporary root", func(t *testing.T) {
+		cfg := testConfig()
+		cfg.RootPath = pubtest.MountProc(t, 0)
+		r := startReceiver(t, cfg)
+		p := pubtest.Start(t, pubtest.Go, pubtest.Options{})
+		p.Publish(publisher.EncodeStrings(map[string]string{"service.name": "via-root-path"}))
+		events := r.waitEvents(t, p.Pid, 1)
+		assert.Equal(t, "via-root-path", events[0].description["service.name"])
+	})
+	t.Run("a container's procfs where the host's was meant", func(t *testing.T) {
+		cfg := testConfig()
+		cfg.RootPath = pubtest.MountProc(t, pubtest.SleepInNewPidNamespace(t))
+		rcv, err := newReceiver(receivertest.NewNopSettings(metadata.Type), cfg, new(consumertest.LogsSink))
+		require.NoError(t, err)
+		err = rcv.Start(context.Background(), componenttest.NewNopHost())
+		require.ErrorContains(t, err, "not the host's procfs")
+		require.ErrorContains(t, err, "mount the host's /proc at "+cfg.RootPath+"/proc")
+		require.NoError(t, rcv.Shutdown(context.Background()))
+	})
+}
