@@ -1,0 +1,135 @@
+package processctxprocessor
+
+import (
+	"context"
+	"reflect"
+	"sync"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/consumer/xconsumer"
+	"go.opentelemetry.io/collector/processor"
+	"go.opentelemetry.io/collector/processor/processorhelper"
+	"go.opentelemetry.io/collector/processor/processorhelper/xprocessorhelper"
+	"go.opentelemetry.io/collector/processor/xprocessor"
+
+	"github.com/processctx/otelcol-processctx/processor/processctxprocessor/internal/metadata"
+)
+
+// NewFactory returns the factory of the process_context processor.
+func NewFactory() xprocessor.Factory {
+	return newFactory().xFactory()
+}
+
+// factory shares one core (cache, reader, registry reference) among the
+// instances of one component ID: the collector creates one per pipeline.
+type factory struct {
+	mu    sync.Mutex
+	cores map[component.ID]*sharedCore
+}
+
+type sharedCore struct {
+	core *core
+	refs int
+}
+
+func newFactory() *factory {
+	return &factory{cores: map[component.ID]*sharedCore{}}
+}
+
+func (f *factory) xFactory() xprocessor.Factory {
+	return xprocessor.NewFactory(
+		metadata.Type,
+		func() component.Config { return createDefaultConfig() },
+		xprocessor.WithLogs(f.createLogs, metadata.LogsStability),
+		xprocessor.WithMetrics(f.createMetrics, metadata.MetricsStability),
+		xprocessor.WithTraces(f.createTraces, metadata.TracesStability),
+		xprocessor.WithProfiles(f.createProfiles, metadata.ProfilesStability),
+	)
+}
+
+// acquire returns the core of id and the function releasing it; the last
+// release stops the core.
+func (f *factory) acquire(set processor.Settings, cfg *Config) (*core, func()) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	sc, ok := f.cores[set.ID]
+	if !ok || !reflect.DeepEqual(sc.core.cfg, cfg) {
+		c := newCore(cfg)
+		if ok {
+			// Same ID, different configuration (not the case within one
+			// collector configuration): do not share.
+			return c, func() { c.stop(set.Logger) }
+		}
+		sc = &sharedCore{core: c}
+		f.cores[set.ID] = sc
+	}
+	sc.refs++
+	return sc.core, func() {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if sc.refs--; sc.refs == 0 {
+			sc.core.stop(set.Logger)
+			if f.cores[set.ID] == sc {
+				delete(f.cores, set.ID)
+			}
+		}
+	}
+}
+
+func (f *factory) newInstance(set processor.Settings, cfg component.Config, signal string) (*instance, error) {
+	c, release := f.acquire(set, cfg.(*Config))
+	p, err := newInstance(c, set.TelemetrySettings, signal, release)
+	if err != nil {
+		release()
+		return nil, err
+	}
+	return p, nil
+}
+
+// The processor replaces resource attributes and moves records.
+var mutatesData = consumer.Capabilities{MutatesData: true}
+
+func (f *factory) createLogs(ctx context.Context, set processor.Settings, cfg component.Config, next consumer.Logs) (processor.Logs, error) {
+	p, err := f.newInstance(set, cfg, metadata.SignalLogs)
+	if err != nil {
+		return nil, err
+	}
+	return processorhelper.NewLogs(ctx, set, cfg, next, p.processLogs,
+		processorhelper.WithCapabilities(mutatesData),
+		processorhelper.WithStart(p.start),
+		processorhelper.WithShutdown(p.shutdown))
+}
+
+func (f *factory) createMetrics(ctx context.Context, set processor.Settings, cfg component.Config, next consumer.Metrics) (processor.Metrics, error) {
+	p, err := f.newInstance(set, cfg, metadata.SignalMetrics)
+	if err != nil {
+		return nil, err
+	}
+	return processorhelper.NewMetrics(ctx, set, cfg, next, p.processMetrics,
+		processorhelper.WithCapabilities(mutatesData),
+		processorhelper.WithStart(p.start),
+		processorhelper.WithShutdown(p.shutdown))
+}
+
+func (f *factory) createTraces(ctx context.Context, set processor.Settings, cfg component.Config, next consumer.Traces) (processor.Traces, error) {
+	p, err := f.newInstance(set, cfg, metadata.SignalTraces)
+	if err != nil {
+		return nil, err
+	}
+	return processorhelper.NewTraces(ctx, set, cfg, next, p.processTraces,
+		processorhelper.WithCapabilities(mutatesData),
+		processorhelper.WithStart(p.start),
+		processorhelper.WithShutdown(p.shutdown))
+}
+
+func (f *factory) createProfiles(ctx context.Context, set processor.Settings, cfg component.Config, next xconsumer.Profiles) (xprocessor.Profiles, error) {
+	p, err := f.newInstance(set, cfg, metadata.SignalProfiles)
+	if err != nil {
+		return nil, err
+	}
+	return xprocessorhelper.NewProfiles(ctx, set, cfg, next, p.processProfiles,
+		xprocessorhelper.WithCapabilities(mutatesData),
+		xprocessorhelper.WithStart(p.start),
+		xprocessorhelper.WithShutdown(p.shutdown))
+}

@@ -1,0 +1,235 @@
+package processctxprocessor
+
+import (
+	"strconv"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/processctx/otelcol-processctx/internal/pubtest"
+)
+
+// hostmetricsLike builds what the hostmetrics process scraper emits: one
+// resource per process with process.pid and process.executable.name, and
+// a few metrics of several types.
+func hostmetricsLike(pids ...int) pmetric.Metrics {
+	md := pmetric.NewMetrics()
+	for _, pid := range pids {
+		rm := md.ResourceMetrics().AppendEmpty()
+		attrs := rm.Resource().Attributes()
+		attrs.PutInt("process.pid", int64(pid))
+		attrs.PutInt("process.parent_pid", 1)
+		attrs.PutStr("process.executable.name", "publisher")
+		attrs.PutStr("process.command_line", "publisher -control")
+		sm := rm.ScopeMetrics().AppendEmpty()
+		sm.Scope().SetName("github.com/open-telemetry/opentelemetry-collector-contrib/receiver/hostmetricsreceiver/internal/scraper/processscraper")
+		cpu := sm.Metrics().AppendEmpty()
+		cpu.SetName("process.cpu.time")
+		sum := cpu.SetEmptySum()
+		for _, state := range []string{"user", "system", "wait"} {
+			dp := sum.DataPoints().AppendEmpty()
+			dp.Attributes().PutStr("state", state)
+			dp.SetDoubleValue(1.5)
+		}
+		mem := sm.Metrics().AppendEmpty()
+		mem.SetName("process.memory.usage")
+		mem.SetEmptyGauge().DataPoints().AppendEmpty().SetIntValue(1 << 20)
+	}
+	return md
+}
+
+func TestMetricsHostmetricsResource(t *testing.T) {
+	for _, kind := range pubtest.Kinds {
+		t.Run(string(kind), func(t *testing.T) {
+			pub := startPublisher(t, kind, "checkout")
+			h := newHarness(t, testConfig())
+			md := hostmetricsLike(pub.Pid, noContextPID())
+			in := pmetric.NewMetrics()
+			md.CopyTo(in)
+
+			out := h.consumeMetrics(md)
+			require.Equal(t, 2, out.ResourceMetrics().Len())
+			assert.Equal(t, in.DataPointCount(), out.DataPointCount())
+			want := withAttrs(pub.published(), in.ResourceMetrics().At(0).Resource().Attributes().AsRaw())
+			got := out.ResourceMetrics().At(0).Resource().Attributes()
+			assert.Equal(t, want, got.AsRaw())
+			assertNoThreadlocal(t, got)
+			assert.Equal(t, in.ResourceMetrics().At(1).Resource().Attributes().AsRaw(),
+				out.ResourceMetrics().At(1).Resource().Attributes().AsRaw(), "no context: unchanged")
+			assert.Equal(t, in.ResourceMetrics().At(0).ScopeMetrics().At(0).Metrics().At(0).Name(),
+				out.ResourceMetrics().At(0).ScopeMetrics().At(0).Metrics().At(0).Name())
+		})
+	}
+}
+
+func TestTracesResourcePid(t *testing.T) {
+	for _, kind := range pubtest.Kinds {
+		t.Run(string(kind), func(t *testing.T) {
+			pub := startPublisher(t, kind, "checkout")
+			h := newHarness(t, testConfig())
+			td := ptrace.NewTraces()
+			for _, pid := range []string{strconv.Itoa(pub.Pid), "not-a-pid"} {
+				rs := td.ResourceSpans().AppendEmpty()
+				rs.Resource().Attributes().PutStr("process.pid", pid)
+				rs.Resource().Attributes().PutStr("service.name", "from-the-sdk")
+				span := rs.ScopeSpans().AppendEmpty().Spans().AppendEmpty()
+				span.SetName("GET /")
+			}
+			in := ptrace.NewTraces()
+			td.CopyTo(in)
+
+			out := h.consumeTraces(td)
+			require.Equal(t, 2, out.ResourceSpans().Len())
+			assert.Equal(t, 2, out.SpanCount())
+			want := withAttrs(pub.published(), map[string]any{"process.pid": strconv.Itoa(pub.Pid), "service.name": "from-the-sdk"})
+			assert.Equal(t, want, out.ResourceSpans().At(0).Resource().Attributes().AsRaw())
+			assert.Equal(t, in.ResourceSpans().At(1).Resource().Attributes().AsRaw(),
+				out.ResourceSpans().At(1).Resource().Attributes().AsRaw())
+		})
+	}
+}
+
+func TestOverride(t *testing.T) {
+	pub := startPublisher(t, pubtest.Go, "checkout")
+	for _, tt := range []struct {
+		name     string
+		override bool
+		want     map[string]any
+	}{
+		{"off: the telemetry's attributes win", false, withAttrs(pub.published(), map[string]any{
+			"service.name": "journald", "deployment.environment.name": "staging", "process.pid": int64(pub.Pid),
+		})},
+		{"on: published attributes win, but never the pid", true, withAttrs(pub.published(), map[string]any{
+			"process.pid": int64(pub.Pid),
+		})},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := testConfig()
+			cfg.Override = tt.override
+			h := newHarness(t, cfg)
+			ld := plog.NewLogs()
+			rl := ld.ResourceLogs().AppendEmpty()
+			rl.Resource().Attributes().PutInt("process.pid", int64(pub.Pid))
+			rl.Resource().Attributes().PutStr("service.name", "journald")
+			rl.Resource().Attributes().PutStr("deployment.environment.name", "staging")
+			addRecord(rl.ScopeLogs().AppendEmpty(), "x", nil)
+			out := h.consumeLogs(ld)
+			assert.Equal(t, tt.want, out.ResourceLogs().At(0).Resource().Attributes().AsRaw())
+		})
+	}
+}
+
+func TestIncludeExclude(t *testing.T) {
+	pub := startPublisher(t, pubtest.C, "checkout")
+	for _, tt := range []struct {
+		name             string
+		include, exclude []string
+		want             []string
+	}{
+		{"all", nil, nil, []string{"deployment.environment.name", "service.instance.id", "service.name", "service.shard"}},
+		{"include", []string{"service.name", "service.shard", "not.published"}, nil, []string{"service.name", "service.shard"}},
+		{"exclude", nil, []string{"service.instance.id"}, []string{"deployment.environment.name", "service.name", "service.shard"}},
+		{"both", []string{"service.name", "service.shard"}, []string{"service.shard"}, nil}, // rejected by Validate
+		{"include a pid key: still never added", []string{"service.name", "process.pid"}, nil, []string{"service.name"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := testConfig()
+			cfg.Include, cfg.Exclude = tt.include, tt.exclude
+			if tt.want == nil {
+				require.Error(t, cfg.Validate())
+				return
+			}
+			h := newHarness(t, cfg)
+			ld := plog.NewLogs()
+			rl := ld.ResourceLogs().AppendEmpty()
+			addRecord(rl.ScopeLogs().AppendEmpty(), "x", pub.Pid)
+			out := h.consumeLogs(ld)
+			var keys []string
+			for k := range out.ResourceLogs().At(0).Resource().Attributes().All() {
+				keys = append(keys, k)
+			}
+			assert.ElementsMatch(t, tt.want, keys)
+		})
+	}
+}
+
+// TestPassThrough: telemetry whose pid has no context, or no valid pid,
+// comes out exactly as it went in, for every signal.
+func TestPassThrough(t *testing.T) {
+	gone := unusedPID(t)
+	h := newHarness(t, testConfig())
+	for _, tt := range []struct {
+		name string
+		pid  any
+	}{
+		{"live process without a context", noContextPID()},
+		{"pid of no process", gone},
+		{"pid of no process as a string", strconv.Itoa(gone)},
+		{"non-numeric", "java"},
+		{"digits and garbage", "123x"},
+		{"signed string", "+1"},
+		{"zero", 0},
+		{"negative", -5},
+		{"huge", maxPID + 1},
+		{"huge string", "99999999999999999999"},
+		{"empty string", ""},
+		{"no pid", nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ld := plog.NewLogs()
+			rl := ld.ResourceLogs().AppendEmpty()
+			putPID(rl.Resource().Attributes(), tt.pid)
+			rl.Resource().Attributes().PutStr("host.name", "n")
+			sl := rl.ScopeLogs().AppendEmpty()
+			addRecord(sl, "1", tt.pid)
+			addRecord(sl, "2", tt.pid)
+			in := plog.NewLogs()
+			ld.CopyTo(in)
+			assert.Equal(t, in, h.consumeLogs(ld))
+
+			md := hostmetricsLike(0)
+			putPID(md.ResourceMetrics().At(0).Resource().Attributes(), tt.pid)
+			inM := pmetric.NewMetrics()
+			md.CopyTo(inM)
+			assert.Equal(t, inM, h.consumeMetrics(md))
+
+			pb := newProfileBuilder()
+			rp := pb.pd.ResourceProfiles().AppendEmpty()
+			p := pb.profile(rp.ScopeProfiles().AppendEmpty(), 1)
+			pb.sample(p, 1, tt.pid)
+			pb.sample(p, 2, tt.pid)
+			sigs, sum := allSamples(pb.pd)
+			out := h.consumeProfiles(pb.pd)
+			require.Equal(t, 1, out.ResourceProfiles().Len())
+			outSigs, outSum := allSamples(out)
+			assert.Equal(t, sigs, outSigs)
+			assert.Equal(t, sum, outSum)
+			assert.Equal(t, 0, out.ResourceProfiles().At(0).Resource().Attributes().Len())
+		})
+	}
+}
+
+func TestNotStartedPassesThrough(t *testing.T) {
+	f := newFactory()
+	c, release := f.acquire(processortestSettings(), testConfig())
+	defer release()
+	p, err := newInstance(c, processortestSettings().TelemetrySettings, "logs", func() {})
+	require.NoError(t, err)
+	ld := plog.NewLogs()
+	ld.ResourceLogs().AppendEmpty().Resource().Attributes().PutInt("process.pid", 1)
+	out, err := p.processLogs(t.Context(), ld)
+	require.NoError(t, err)
+	assert.Equal(t, 1, out.ResourceLogs().At(0).Resource().Attributes().Len())
+}
+
+func tracesWithPid(pid int) ptrace.Traces {
+	td := ptrace.NewTraces()
+	rs := td.ResourceSpans().AppendEmpty()
+	rs.Resource().Attributes().PutInt("process.pid", int64(pid))
+	rs.ScopeSpans().AppendEmpty().Spans().AppendEmpty().SetName("span")
+	return td
+}
