@@ -1,6 +1,9 @@
 package procmem
 
-import "bytes"
+import (
+	"bytes"
+	"os"
+)
 
 // containerIDLen is the length of the container ids of Docker, containerd,
 // CRI-O and podman: 32 bytes in lowercase hex.
@@ -108,4 +111,57 @@ func isContainerID(b []byte) bool {
 		}
 	}
 	return true
+}
+
+// Membership is where a process lives: its container (from the cgroup
+// path) and its pid in its innermost pid namespace.
+type Membership struct {
+	ContainerID string // "" when the cgroup names no container
+	VPID        int    // the pid in the innermost pid namespace (the host pid when not nested)
+}
+
+// Membership reads the container id and innermost pid of pid: two small
+// reads (cgroup, status), for callers that need no full Identity.
+func (fs *FS) Membership(pid int) (Membership, error) {
+	cid, err := fs.ContainerID(pid)
+	if err != nil {
+		return Membership{}, err
+	}
+	status, err := os.ReadFile(fs.path(pid, "status"))
+	if err != nil {
+		return Membership{}, wrapOS("read status", pid, err)
+	}
+	return Membership{ContainerID: cid, VPID: innermostPid(status, pid)}, nil
+}
+
+// ContainerID reads the container id of pid from its cgroup ("" for none).
+func (fs *FS) ContainerID(pid int) (string, error) {
+	cgroup, err := os.ReadFile(fs.path(pid, "cgroup"))
+	if err != nil {
+		return "", wrapOS("read cgroup", pid, err)
+	}
+	return ContainerIDFromCgroup(cgroup), nil
+}
+
+// innermostPid returns the last pid of the status "NSpid:" line, or pid
+// when there is none (kernels before 4.1).
+func innermostPid(status []byte, pid int) int {
+	const key = "\nNSpid:"
+	i := bytes.Index(status, []byte(key))
+	if i < 0 {
+		return pid
+	}
+	line := status[i+len(key):]
+	if end := bytes.IndexByte(line, '\n'); end >= 0 {
+		line = line[:end]
+	}
+	fields := bytes.Fields(line)
+	if len(fields) == 0 {
+		return pid
+	}
+	v, ok := parseDecimalUint(fields[len(fields)-1])
+	if !ok || v == 0 || v > 1<<22 {
+		return pid
+	}
+	return int(v)
 }

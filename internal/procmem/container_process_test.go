@@ -68,3 +68,33 @@ func dirParentMount(dir string) string {
 	}
 	return dir
 }
+
+func TestMembership(t *testing.T) {
+	requireRoot(t)
+	id := containerID(t)
+	p := pubtest.StartContained(t, pubtest.C, cgroupLayouts(id)["docker cgroup v1"])
+	fs, err := NewFS("/")
+	require.NoError(t, err)
+	m, err := fs.Membership(p.HostPid())
+	require.NoError(t, err)
+	assert.Equal(t, Membership{ContainerID: id, VPID: 1}, m)
+
+	m, err = fs.Membership(os.Getpid())
+	require.NoError(t, err)
+	assert.Equal(t, os.Getpid(), m.VPID)
+
+	_, err = fs.Membership(1 << 30)
+	assert.ErrorIs(t, err, ErrProcessGone)
+}
+
+func TestInnermostPid(t *testing.T) {
+	for status, want := range map[string]int{
+		"Name:\tx\nNSpid:\t4242\t17\t1\nNgid:\t0\n": 1,
+		"Name:\tx\nNSpid:\t4242\n":                  4242,
+		"Name:\tx\n":                                99,
+		"Name:\tx\nNSpid:\t4242\tgarbage\n":         99,
+		"Name:\tx\nNSpid:\n":                        99,
+	} {
+		assert.Equal(t, want, innermostPid([]byte(status), 99), status)
+	}
+}

@@ -8,6 +8,7 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 
+	"github.com/processctx/otelcol-processctx/internal/procmem"
 	"github.com/processctx/otelcol-processctx/internal/registry"
 )
 
@@ -22,6 +23,13 @@ type entry struct {
 	outcome     outcome
 	addr        uint64 // header address, 0 when unknown (registry entries)
 	publishedAt uint64 // the change key
+	// Where the process lives: its container ("" when none) and its pid in
+	// its innermost pid namespace (key.PID when not nested).
+	containerID string
+	vpid        int
+	// The service identity the process published (before include/exclude),
+	// to tell apart telemetry of another process with the same pid number.
+	identity serviceIdentity
 
 	// Guarded by cache.mu.
 	// regProc is the registry record attrs were copied from, if any: the
@@ -43,6 +51,10 @@ func (e *entry) touch(now time.Time) {
 	if ns-e.lastUsed.Load() >= touchResolution {
 		e.lastUsed.Store(ns)
 	}
+}
+
+func (e *entry) membership() procmem.Membership {
+	return procmem.Membership{ContainerID: e.containerID, VPID: e.vpid}
 }
 
 // result returns the entry when it holds a context, and the outcome.

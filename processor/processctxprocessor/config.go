@@ -43,7 +43,19 @@ type Config struct {
 	Cache CacheConfig `mapstructure:"cache"`
 	// MaxPayloadSize caps the payload (bytes) a publisher may declare.
 	MaxPayloadSize uint32 `mapstructure:"max_payload_size"`
+	// UnqualifiedPids says how to treat a pid that comes without a
+	// container.id: "verify" (default) takes it for a host pid unless the
+	// telemetry's own service identity contradicts what that host process
+	// published (an SDK in a container reports its container's pids);
+	// "host" takes it for a host pid, for pipelines fed only by host agents.
+	UnqualifiedPids string `mapstructure:"unqualified_pids"`
 }
+
+// Values of unqualified_pids.
+const (
+	UnqualifiedVerify = "verify"
+	UnqualifiedHost   = "host"
+)
 
 // CacheConfig configures the pid → context cache.
 type CacheConfig struct {
@@ -71,7 +83,8 @@ func createDefaultConfig() *Config {
 			GracePeriod: defaultGracePeriod,
 			MaxEntries:  defaultMaxEntries,
 		},
-		MaxPayloadSize: procmem.DefaultLimits().MaxPayloadSize,
+		MaxPayloadSize:  procmem.DefaultLimits().MaxPayloadSize,
+		UnqualifiedPids: UnqualifiedVerify,
 	}
 }
 
@@ -106,6 +119,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Cache.MaxEntries <= 0 || c.Cache.MaxEntries > maxMaxEntries {
 		errs = append(errs, fmt.Errorf("cache.max_entries must be between 1 and %d, got %d", maxMaxEntries, c.Cache.MaxEntries))
+	}
+	if c.UnqualifiedPids != UnqualifiedVerify && c.UnqualifiedPids != UnqualifiedHost {
+		errs = append(errs, fmt.Errorf("unqualified_pids must be %q or %q, got %q", UnqualifiedVerify, UnqualifiedHost, c.UnqualifiedPids))
 	}
 	if err := c.limits().Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("max_payload_size: %w", err))

@@ -49,6 +49,7 @@ func logRecordCount(rl plog.ResourceLogs) int {
 // records without a context stay. It reports whether rl lost every record.
 func (b *batch) splitLogs(rls plog.ResourceLogsSlice, rl plog.ResourceLogs) bool {
 	core := b.p.core
+	resAttrs := rl.Resource().Attributes()
 	b.resetGroups()
 	b.decisions = b.decisions[:0]
 	resolvedItems := 0
@@ -58,7 +59,7 @@ func (b *batch) splitLogs(rls plog.ResourceLogsSlice, rl plog.ResourceLogs) bool
 		for j := range lrs.Len() {
 			g := int32(-1)
 			if pid, ok := core.pidOf(lrs.At(j).Attributes()); ok {
-				g = b.groupOf(pid)
+				g = b.groupOf(resAttrs, pid)
 			}
 			if g >= 0 {
 				resolvedItems++
@@ -68,7 +69,7 @@ func (b *batch) splitLogs(rls plog.ResourceLogsSlice, rl plog.ResourceLogs) bool
 	}
 	inPlace, split := b.regroup(resolvedItems, len(b.decisions))
 	if inPlace != nil {
-		core.enrich(rl.Resource().Attributes(), inPlace)
+		b.enrichGroup(rl.Resource().Attributes(), inPlace)
 	}
 	if !split {
 		return false
@@ -79,7 +80,7 @@ func (b *batch) splitLogs(rls plog.ResourceLogsSlice, rl plog.ResourceLogs) bool
 		nrl := rls.AppendEmpty()
 		rl.Resource().CopyTo(nrl.Resource())
 		nrl.SetSchemaUrl(rl.SchemaUrl())
-		core.enrich(nrl.Resource().Attributes(), b.groups[g].e)
+		b.enrichGroup(nrl.Resource().Attributes(), &b.groups[g])
 		dst[g] = nrl
 	}
 	scopes := make([]plog.ScopeLogs, len(b.groups))

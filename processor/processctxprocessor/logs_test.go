@@ -173,7 +173,8 @@ func TestLogsRecordPidsSplit(t *testing.T) {
 		}
 		require.True(t, found, "no resource for %s", tc.pub.resource["service.name"])
 		// The original attributes (service.name "journald" wins) plus the context.
-		want := withAttrs(tc.pub.published(), map[string]any{"host.name": "node-1", "service.name": "journald"})
+		// The original attributes, the context, and the host pid of the process.
+		want := withAttrs(tc.pub.published(), map[string]any{"host.name": "node-1", "service.name": "journald", "process.pid": int64(tc.pub.Pid)})
 		assert.Equal(t, want, got.Resource().Attributes().AsRaw())
 		assert.Equal(t, uint32(3), got.Resource().DroppedAttributesCount())
 		assert.Equal(t, "schema-r", got.SchemaUrl())
@@ -202,7 +203,7 @@ func TestLogsRecordPidsOneProcess(t *testing.T) {
 		}
 		out := h.consumeLogs(ld)
 		require.Equal(t, 1, out.ResourceLogs().Len())
-		assert.Equal(t, a.published(), out.ResourceLogs().At(0).Resource().Attributes().AsRaw())
+		assert.Equal(t, withAttrs(a.published(), map[string]any{"process.pid": int64(a.Pid)}), out.ResourceLogs().At(0).Resource().Attributes().AsRaw())
 		assert.Equal(t, 5, out.LogRecordCount())
 	})
 

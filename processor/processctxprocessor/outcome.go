@@ -17,6 +17,10 @@ const (
 	outcomeInvalid
 	outcomeTooLarge
 	outcomeTorn
+	// outcomeMismatch: the pid names a host process whose published
+	// service identity contradicts the telemetry's: most likely the pid is
+	// another pid namespace's (an SDK in a container), so it is not used.
+	outcomeMismatch
 	outcomeOther
 	numOutcomes
 )
@@ -55,6 +59,8 @@ func (o outcome) kind() string {
 		return metadata.KindTooLarge
 	case outcomeTorn:
 		return metadata.KindTorn
+	case outcomeMismatch:
+		return metadata.KindMismatch
 	}
 	return metadata.KindOther
 }

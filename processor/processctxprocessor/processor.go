@@ -23,9 +23,11 @@ type core struct {
 	cfg      *Config
 	pidKeys  []string
 	override bool
-	filter   keyFilter
-	warn     warner
-	now      func() time.Time // a test hook
+	// trustHostPids: unqualified_pids is "host".
+	trustHostPids bool
+	filter        keyFilter
+	warn          warner
+	now           func() time.Time // a test hook
 
 	mu  sync.Mutex // serializes start and stop
 	res atomic.Pointer[resolver]
@@ -33,11 +35,12 @@ type core struct {
 
 func newCore(cfg *Config) *core {
 	return &core{
-		cfg:      cfg,
-		pidKeys:  slices.Clone(cfg.PIDAttributes),
-		override: cfg.Override,
-		filter:   newKeyFilter(cfg),
-		now:      time.Now,
+		cfg:           cfg,
+		pidKeys:       slices.Clone(cfg.PIDAttributes),
+		override:      cfg.Override,
+		trustHostPids: cfg.UnqualifiedPids == UnqualifiedHost,
+		filter:        newKeyFilter(cfg),
+		now:           time.Now,
 	}
 }
 
@@ -246,10 +249,11 @@ func (b *batch) resolve(pid int) (*entry, outcome) {
 
 // enrichResource enriches a resource that names its pid, counting items.
 func (b *batch) enrichResource(attrs pcommon.Map, pid, items int) {
-	e, o := b.resolve(pid)
+	e, o, host := b.resolveFor(attrs, pid, true)
 	b.count[o] += int64(items)
 	if e != nil {
 		b.p.core.enrich(attrs, e)
+		stampPids(attrs, e, pid, host)
 	}
 }
 
@@ -262,19 +266,26 @@ type group struct {
 	scopeIdx, profileIdx int
 }
 
-// groupOf resolves the pid of one record or sample: its group index, or -1
-// when it has no context and stays where it is.
-func (b *batch) groupOf(pid int) int32 {
-	e, o := b.resolve(pid)
+// groupOf resolves the pid of one record or sample under a resource with
+// attributes resAttrs: its group index, or -1 when it has no context and
+// stays where it is. Groups are keyed by host pid.
+func (b *batch) groupOf(resAttrs pcommon.Map, pid int) int32 {
+	e, o, host := b.resolveFor(resAttrs, pid, false)
 	b.count[o]++
 	if e == nil {
 		return -1
 	}
-	if i := b.groupIdx.find(pid); i >= 0 {
+	if i := b.groupIdx.find(host); i >= 0 {
 		return i
 	}
-	b.groups = append(b.groups, group{pid: pid, e: e, scopeIdx: -1, profileIdx: -1})
-	return b.groupIdx.add(pid)
+	b.groups = append(b.groups, group{pid: host, e: e, scopeIdx: -1, profileIdx: -1})
+	return b.groupIdx.add(host)
+}
+
+// enrichGroup enriches the resource of one process's group.
+func (b *batch) enrichGroup(attrs pcommon.Map, g *group) {
+	b.p.core.enrich(attrs, g.e)
+	stampPids(attrs, g.e, g.pid, g.pid)
 }
 
 // resetGroups starts the groups of another resource.
@@ -287,12 +298,12 @@ func (b *batch) resetGroups() {
 // regroup reports what to do after the decisions of a resource's items:
 // nothing (no context found), enrich in place (every item is of one
 // process), or move items into per-process resources.
-func (b *batch) regroup(resolvedItems, total int) (inPlace *entry, split bool) {
+func (b *batch) regroup(resolvedItems, total int) (inPlace *group, split bool) {
 	switch {
 	case resolvedItems == 0:
 		return nil, false
 	case len(b.groups) == 1 && resolvedItems == total:
-		return b.groups[0].e, false
+		return &b.groups[0], false
 	}
 	return nil, true
 }

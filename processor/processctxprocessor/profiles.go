@@ -114,7 +114,7 @@ func pidOfSample(s pprofile.Sample, table []samplePID) int {
 // it every stack, link and attribute index, stays valid. It reports whether
 // rp lost every sample.
 func (b *batch) splitProfiles(rps pprofile.ResourceProfilesSlice, rp pprofile.ResourceProfiles, table []samplePID) bool {
-	core := b.p.core
+	resAttrs := rp.Resource().Attributes()
 	b.resetGroups()
 	b.decisions = b.decisions[:0]
 	resolvedItems := 0
@@ -126,7 +126,7 @@ func (b *batch) splitProfiles(rps pprofile.ResourceProfilesSlice, rp pprofile.Re
 			for k := range ss.Len() {
 				g := int32(-1)
 				if pid := pidOfSample(ss.At(k), table); pid != 0 {
-					g = b.groupOf(pid)
+					g = b.groupOf(resAttrs, pid)
 				}
 				if g >= 0 {
 					resolvedItems++
@@ -137,7 +137,7 @@ func (b *batch) splitProfiles(rps pprofile.ResourceProfilesSlice, rp pprofile.Re
 	}
 	inPlace, split := b.regroup(resolvedItems, len(b.decisions))
 	if inPlace != nil {
-		core.enrich(rp.Resource().Attributes(), inPlace)
+		b.enrichGroup(rp.Resource().Attributes(), inPlace)
 	}
 	if !split {
 		return false
@@ -148,7 +148,7 @@ func (b *batch) splitProfiles(rps pprofile.ResourceProfilesSlice, rp pprofile.Re
 		nrp := rps.AppendEmpty()
 		rp.Resource().CopyTo(nrp.Resource())
 		nrp.SetSchemaUrl(rp.SchemaUrl())
-		core.enrich(nrp.Resource().Attributes(), b.groups[g].e)
+		b.enrichGroup(nrp.Resource().Attributes(), &b.groups[g])
 		dst[g] = nrp
 	}
 	scopes := make([]pprofile.ScopeProfiles, len(b.groups))

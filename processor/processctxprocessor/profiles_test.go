@@ -232,7 +232,7 @@ func TestProfilesSamplePids(t *testing.T) {
 	} {
 		got, ok := byService[tc.pub.resource["service.name"].(string)]
 		require.True(t, ok)
-		want := withAttrs(tc.pub.published(), map[string]any{"host.name": "node-1", "profiler": "ebpf"})
+		want := withAttrs(tc.pub.published(), map[string]any{"host.name": "node-1", "profiler": "ebpf", "process.pid": int64(tc.pub.Pid)})
 		assert.Equal(t, want, got.Resource().Attributes().AsRaw())
 		assertNoThreadlocal(t, got.Resource().Attributes())
 		assert.Equal(t, "schema-r", got.SchemaUrl())
@@ -352,7 +352,7 @@ func TestProfilesEverySampleOneProcess(t *testing.T) {
 	}
 	out := h.consumeProfiles(pb.pd)
 	require.Equal(t, 1, out.ResourceProfiles().Len(), "enriched in place")
-	assert.Equal(t, a.published(), out.ResourceProfiles().At(0).Resource().Attributes().AsRaw())
+	assert.Equal(t, withAttrs(a.published(), map[string]any{"process.pid": int64(a.Pid)}), out.ResourceProfiles().At(0).Resource().Attributes().AsRaw())
 	assert.Equal(t, pprofile.ProfileID{1, 0xaa}, out.ResourceProfiles().At(0).ScopeProfiles().At(0).Profiles().At(0).ProfileID())
 	assert.Equal(t, 5, out.SampleCount())
 }

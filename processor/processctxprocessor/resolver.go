@@ -22,8 +22,10 @@ type resolver struct {
 	reg     *registry.Registry
 	release func()
 	cache   *cache
-	filter  keyFilter
-	warn    *warner
+	// containers maps pids inside containers to host pids.
+	containers containerIndex
+	filter     keyFilter
+	warn       *warner
 
 	statReads atomic.Uint64 // /proc/<pid>/stat reads (procmem counts maps and memory)
 }
@@ -126,7 +128,8 @@ func (r *resolver) fromRegistry(pid int, now time.Time) (*entry, bool) {
 		e.goneAt = p.ExitedAt
 		e.checkedAt = now
 	default:
-		e = r.newEntry(p.Key, p.Context, 0, now)
+		m := procmem.Membership{ContainerID: p.Identity.ContainerID, VPID: p.Identity.VPID()}
+		e = r.newEntry(p.Key, p.Context, 0, m, now)
 		e.regProc = p
 		e.goneAt = p.ExitedAt
 		c.putLocked(pid, e)
@@ -222,7 +225,7 @@ func (r *resolver) revalidate(pid int, e *entry, live bool, now time.Time) refre
 		case err == nil && !changed:
 			return refresh{}
 		case err == nil:
-			return refresh{next: r.newEntry(e.key, ctx, e.addr, now), store: true}
+			return refresh{next: r.newEntry(e.key, ctx, e.addr, e.membership(), now), store: true}
 		case errors.Is(err, procmem.ErrProcessGone):
 			return refresh{gone: true}
 		}
@@ -231,7 +234,7 @@ func (r *resolver) revalidate(pid int, e *entry, live bool, now time.Time) refre
 	ctx, m, err := r.reader.Read(pid)
 	switch o := outcomeOf(err); o {
 	case outcomeEnriched:
-		return refresh{next: r.newEntry(e.key, ctx, m.Start, now), store: true}
+		return refresh{next: r.newEntry(e.key, ctx, m.Start, e.membership(), now), store: true}
 	case outcomeNoContext:
 		return refresh{gone: true}
 	case outcomeTorn:
@@ -275,18 +278,31 @@ func (r *resolver) readProcess(pid int, start uint64, now time.Time) (*entry, bo
 	if again, err := r.startTime(pid); err != nil || again != start {
 		return r.negative(key, outcomeNoContext, now), false
 	}
-	return r.newEntry(key, ctx, m.Start, now), true
+	return r.newEntry(key, ctx, m.Start, r.membership(pid), now), true
 }
 
-func (r *resolver) newEntry(key registry.Key, ctx procmem.Context, addr uint64, now time.Time) *entry {
+func (r *resolver) newEntry(key registry.Key, ctx procmem.Context, addr uint64, m procmem.Membership, now time.Time) *entry {
 	return &entry{
 		key:         key,
 		attrs:       r.filter.apply(ctx.Resource),
 		outcome:     outcomeEnriched,
 		addr:        addr,
 		publishedAt: ctx.PublishedAt,
+		containerID: m.ContainerID,
+		vpid:        m.VPID,
+		identity:    identityOf(ctx.Resource),
 		checkedAt:   now,
 	}
+}
+
+// membership reads where a process lives; best effort: a process that
+// cannot be read counts as not containerized.
+func (r *resolver) membership(pid int) procmem.Membership {
+	m, err := r.fs.Membership(pid)
+	if err != nil {
+		return procmem.Membership{VPID: pid}
+	}
+	return m
 }
 
 func (r *resolver) negative(key registry.Key, o outcome, now time.Time) *entry {

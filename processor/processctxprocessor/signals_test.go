@@ -75,7 +75,7 @@ func TestTracesResourcePid(t *testing.T) {
 			for _, pid := range []string{strconv.Itoa(pub.Pid), "not-a-pid"} {
 				rs := td.ResourceSpans().AppendEmpty()
 				rs.Resource().Attributes().PutStr("process.pid", pid)
-				rs.Resource().Attributes().PutStr("service.name", "from-the-sdk")
+				rs.Resource().Attributes().PutStr("telemetry.sdk.name", "from-the-sdk")
 				span := rs.ScopeSpans().AppendEmpty().Spans().AppendEmpty()
 				span.SetName("GET /")
 			}
@@ -85,7 +85,7 @@ func TestTracesResourcePid(t *testing.T) {
 			out := h.consumeTraces(td)
 			require.Equal(t, 2, out.ResourceSpans().Len())
 			assert.Equal(t, 2, out.SpanCount())
-			want := withAttrs(pub.published(), map[string]any{"process.pid": strconv.Itoa(pub.Pid), "service.name": "from-the-sdk"})
+			want := withAttrs(pub.published(), map[string]any{"process.pid": strconv.Itoa(pub.Pid), "telemetry.sdk.name": "from-the-sdk"})
 			assert.Equal(t, want, out.ResourceSpans().At(0).Resource().Attributes().AsRaw())
 			assert.Equal(t, in.ResourceSpans().At(1).Resource().Attributes().AsRaw(),
 				out.ResourceSpans().At(1).Resource().Attributes().AsRaw())
@@ -101,7 +101,7 @@ func TestOverride(t *testing.T) {
 		want     map[string]any
 	}{
 		{"off: the telemetry's attributes win", false, withAttrs(pub.published(), map[string]any{
-			"service.name": "journald", "deployment.environment.name": "staging", "process.pid": int64(pub.Pid),
+			"service.shard": int64(1), "deployment.environment.name": "staging", "process.pid": int64(pub.Pid),
 		})},
 		{"on: published attributes win, but never the pid", true, withAttrs(pub.published(), map[string]any{
 			"process.pid": int64(pub.Pid),
@@ -114,7 +114,7 @@ func TestOverride(t *testing.T) {
 			ld := plog.NewLogs()
 			rl := ld.ResourceLogs().AppendEmpty()
 			rl.Resource().Attributes().PutInt("process.pid", int64(pub.Pid))
-			rl.Resource().Attributes().PutStr("service.name", "journald")
+			rl.Resource().Attributes().PutInt("service.shard", 1)
 			rl.Resource().Attributes().PutStr("deployment.environment.name", "staging")
 			addRecord(rl.ScopeLogs().AppendEmpty(), "x", nil)
 			out := h.consumeLogs(ld)
@@ -130,11 +130,12 @@ func TestIncludeExclude(t *testing.T) {
 		include, exclude []string
 		want             []string
 	}{
-		{"all", nil, nil, []string{"deployment.environment.name", "service.instance.id", "service.name", "service.shard"}},
-		{"include", []string{"service.name", "service.shard", "not.published"}, nil, []string{"service.name", "service.shard"}},
-		{"exclude", nil, []string{"service.instance.id"}, []string{"deployment.environment.name", "service.name", "service.shard"}},
+		// process.pid: the record's pid, stamped on the resource of its process.
+		{"all", nil, nil, []string{"deployment.environment.name", "service.instance.id", "service.name", "service.shard", "process.pid"}},
+		{"include", []string{"service.name", "service.shard", "not.published"}, nil, []string{"service.name", "service.shard", "process.pid"}},
+		{"exclude", nil, []string{"service.instance.id"}, []string{"deployment.environment.name", "service.name", "service.shard", "process.pid"}},
 		{"both", []string{"service.name", "service.shard"}, []string{"service.shard"}, nil}, // rejected by Validate
-		{"include a pid key: still never added", []string{"service.name", "process.pid"}, nil, []string{"service.name"}},
+		{"include a pid key: the published one is never added", []string{"service.name", "process.pid"}, nil, []string{"service.name", "process.pid"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := testConfig()

@@ -23,11 +23,12 @@ const (
 	KindInvalid          = "invalid"
 	KindTooLarge         = "too_large"
 	KindTorn             = "torn"
+	KindMismatch         = "identity_mismatch"
 	KindOther            = "other"
 )
 
 // ErrorKinds lists every value of the "kind" attribute.
-var ErrorKinds = []string{KindPermissionDenied, KindInvalid, KindTooLarge, KindTorn, KindOther}
+var ErrorKinds = []string{KindPermissionDenied, KindInvalid, KindTooLarge, KindTorn, KindMismatch, KindOther}
 
 // TelemetryBuilder holds the instruments of one processor instance (one
 // signal): the collector gives each pipeline's instance its own meter.
