@@ -32,7 +32,7 @@ func cgroupLayouts(id string) map[string]string {
 }
 
 func TestContainedPublisher(t *testing.T) {
-	requireRoot(t)
+	pubtest.RequireRoot(t)
 	for name := range cgroupLayouts("") {
 		t.Run(name, func(t *testing.T) {
 			id := containerID(t)
@@ -70,7 +70,7 @@ func dirParentMount(dir string) string {
 }
 
 func TestMembership(t *testing.T) {
-	requireRoot(t)
+	pubtest.RequireRoot(t)
 	id := containerID(t)
 	p := pubtest.StartContained(t, pubtest.C, cgroupLayouts(id)["docker cgroup v1"])
 	fs, err := NewFS("/")

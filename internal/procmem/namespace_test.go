@@ -14,19 +14,12 @@ import (
 	"github.com/processctx/otelcol-processctx/internal/pubtest"
 )
 
-func requireRoot(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root (mounts, namespaces)")
-	}
-}
-
 func TestCheckHost(t *testing.T) {
 	fs, err := NewFS("/")
 	require.NoError(t, err)
 	require.NoError(t, fs.CheckHost(), "the tests run in the host's pid namespace")
 
-	requireRoot(t)
+	pubtest.RequireRoot(t)
 	t.Run("bind-mounted host procfs", func(t *testing.T) {
 		fs, err := NewFS(pubtest.MountProc(t, 0))
 		require.NoError(t, err)
@@ -48,7 +41,7 @@ func TestCheckHost(t *testing.T) {
 }
 
 func TestReadThroughBindMountedRoot(t *testing.T) {
-	requireRoot(t)
+	pubtest.RequireRoot(t)
 	root := pubtest.MountProc(t, 0)
 	fs, err := NewFS(root)
 	require.NoError(t, err)
@@ -97,7 +90,7 @@ func TestReadFromNestedNamespaceHelper(t *testing.T) {
 }
 
 func TestReadFromNestedPidNamespace(t *testing.T) {
-	requireRoot(t)
+	pubtest.RequireRoot(t)
 	root := pubtest.MountProc(t, 0)
 	p := pubtest.Start(t, pubtest.Go, pubtest.Options{Separate: true})
 	p.Publish(serviceContext(t, "host-service"))

@@ -3,10 +3,8 @@ package procmem
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"syscall"
 	"testing"
@@ -52,19 +50,12 @@ func kindOf(err error) string {
 }
 
 func TestPermissionDenied(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to start a reader as another uid")
-	}
+	pubtest.RequireRoot(t)
 	p := pubtest.Start(t, pubtest.Go, pubtest.Options{})
 	addr := p.Publish(serviceContext(t, "root-owned"))
 
 	// The test binary must be executable by the other uid.
-	dir, err := os.MkdirTemp("", "procmem-nobody-")
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	require.NoError(t, os.Chmod(dir, 0o755))
-	self := filepath.Join(dir, "procmem.test")
-	copyFile(t, os.Args[0], self)
+	self := pubtest.ExecutableCopy(t, os.Args[0], "procmem.test")
 
 	cmd := exec.Command(self, "-test.run=^TestReadAsHelper$", "-test.v")
 	cmd.Env = append(os.Environ(), helperPidEnv+"="+strconv.Itoa(p.Pid), helperAddrEnv+"="+strconv.FormatUint(addr, 10))
@@ -72,16 +63,4 @@ func TestPermissionDenied(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	assert.Contains(t, string(out), "find=permission read=permission start=none", "%s", out)
-}
-
-func copyFile(t *testing.T, from, to string) {
-	t.Helper()
-	src, err := os.Open(from)
-	require.NoError(t, err)
-	defer src.Close()
-	dst, err := os.OpenFile(to, os.O_CREATE|os.O_WRONLY, 0o755)
-	require.NoError(t, err)
-	_, err = io.Copy(dst, src)
-	require.NoError(t, err)
-	require.NoError(t, dst.Close())
 }

@@ -76,3 +76,37 @@ func childOf(parent int) int {
 	pid, _ := strconv.Atoi(fields[0])
 	return pid
 }
+
+// RequireRoot skips the test unless it runs as root (namespaces, mounts,
+// cgroups, other users).
+func RequireRoot(t testing.TB) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+}
+
+// ExecutableCopy copies the executable src to a new directory that every
+// user may enter (t.TempDir's parent is private to its owner), as name, and
+// returns its path; removed at the end of the test. Tests use it to run a
+// binary as another user, or under a name of its own.
+func ExecutableCopy(t testing.TB, src, name string) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "pubtest-exec-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(dir, name)
+	if err := os.WriteFile(dst, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}

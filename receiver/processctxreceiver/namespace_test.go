@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"os"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -18,15 +17,8 @@ import (
 	"github.com/processctx/otelcol-processctx/receiver/processctxreceiver/internal/metadata"
 )
 
-func requireRoot(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root (namespaces, mounts, cgroups)")
-	}
-}
-
 func TestContainedPublisherEntity(t *testing.T) {
-	requireRoot(t)
+	pubtest.RequireRoot(t)
 	raw := make([]byte, 32)
 	_, err := rand.Read(raw)
 	require.NoError(t, err)
@@ -46,7 +38,7 @@ func TestContainedPublisherEntity(t *testing.T) {
 }
 
 func TestRootPath(t *testing.T) {
-	requireRoot(t)
+	pubtest.RequireRoot(t)
 	t.Run("host procfs bind-mounted at a temporary root", func(t *testing.T) {
 		cfg := testConfig()
 		cfg.RootPath = pubtest.MountProc(t, 0)

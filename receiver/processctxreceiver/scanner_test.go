@@ -3,10 +3,8 @@ package processctxreceiver
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"syscall"
 	"testing"
@@ -28,11 +26,7 @@ import (
 // other packages' tests start publishers too.
 func uniquePublisher(t *testing.T, kind pubtest.Kind, name string) string {
 	t.Helper()
-	dir := t.TempDir()
-	require.NoError(t, os.Chmod(dir, 0o755))
-	path := filepath.Join(dir, name)
-	copyFile(t, pubtest.Binary(t, kind), path)
-	return path
+	return pubtest.ExecutableCopy(t, pubtest.Binary(t, kind), name)
 }
 
 func startAs(t *testing.T, kind pubtest.Kind, path string) *pubtest.Proc {
@@ -42,18 +36,6 @@ func startAs(t *testing.T, kind pubtest.Kind, path string) *pubtest.Proc {
 		args = append(args, "-control")
 	}
 	return pubtest.StartCommand(t, kind, exec.Command(path, args...))
-}
-
-func copyFile(t *testing.T, from, to string) {
-	t.Helper()
-	src, err := os.Open(from)
-	require.NoError(t, err)
-	defer src.Close()
-	dst, err := os.OpenFile(to, os.O_CREATE|os.O_WRONLY, 0o755)
-	require.NoError(t, err)
-	_, err = io.Copy(dst, src)
-	require.NoError(t, err)
-	require.NoError(t, dst.Close())
 }
 
 func newTestScanner(t *testing.T, cfg *Config, logger *zap.Logger) *scanner {
@@ -142,9 +124,7 @@ func TestRescanBudget(t *testing.T) {
 }
 
 func TestPidReuseIsANewEntity(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to steer pid allocation")
-	}
+	pubtest.RequireRoot(t)
 	path := uniquePublisher(t, pubtest.Go, "reuse-pub")
 	cfg := testConfig()
 	cfg.Include.Executables = []string{"reuse-pub"}
@@ -226,19 +206,11 @@ func TestScanAsHelper(t *testing.T) {
 }
 
 func TestPermissionDeniedIsAggregated(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to run a scan as another uid")
-	}
+	pubtest.RequireRoot(t)
 	p := pubtest.Start(t, pubtest.Go, pubtest.Options{})
 	p.Publish(publisher.EncodeStrings(map[string]string{"service.name": "root-owned"}))
 
-	// t.TempDir's parent is private to root: the other uid needs a path.
-	dir, err := os.MkdirTemp("", "processctxreceiver-nobody-")
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	require.NoError(t, os.Chmod(dir, 0o755))
-	self := filepath.Join(dir, "receiver.test")
-	copyFile(t, os.Args[0], self)
+	self := pubtest.ExecutableCopy(t, os.Args[0], "receiver.test")
 	cmd := exec.Command(self, "-test.run=^TestScanAsHelper$")
 	cmd.Env = append(os.Environ(), helperEnv+"=1")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}

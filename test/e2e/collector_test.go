@@ -81,15 +81,7 @@ func startCollector(t *testing.T, config string, wrap ...string) *collector {
 	}
 	bin := collectorBinary(t)
 	if len(wrap) > 0 { // another uid must be able to run it
-		copied := filepath.Join(dir, "otelcol-processctx")
-		data, err := os.ReadFile(bin)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(copied, data, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		bin = copied
+		bin = pubtest.ExecutableCopy(t, bin, "otelcol-processctx")
 	}
 	args := append(append([]string{}, wrap...), bin, "--config", cfgPath, "--feature-gates=service.profilesSupport")
 	c := &collector{cmd: exec.Command(args[0], args[1:]...), output: &syncBuffer{}, done: make(chan struct{})}
@@ -138,14 +130,10 @@ func (c *collector) stop(t *testing.T) time.Duration {
 	return time.Since(start)
 }
 
-// entitiesConfig sends the receiver's entity events to the test server.
-func entitiesConfig(server string, extraReceiver string) string {
+// exportingTo is the configuration of an otlp_grpc exporter to the test
+// server, flushing quickly, and of a service without internal metrics.
+func exportingTo(server string) string {
 	return fmt.Sprintf(`
-receivers:
-  process_context:
-    collection_interval: 200ms
-    rescan_interval: 1s
-%s
 exporters:
   otlp_grpc:
     endpoint: %s
@@ -158,9 +146,19 @@ service:
   telemetry:
     metrics:
       level: none
-  pipelines:
+`, server)
+}
+
+// entitiesConfig sends the receiver's entity events to the test server.
+func entitiesConfig(server string) string {
+	return `
+receivers:
+  process_context:
+    collection_interval: 200ms
+    rescan_interval: 1s
+` + exportingTo(server) + `  pipelines:
     logs/entities:
       receivers: [process_context]
       exporters: [otlp_grpc]
-`, extraReceiver, server)
+`
 }

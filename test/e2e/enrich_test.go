@@ -32,19 +32,7 @@ receivers:
         endpoint: 127.0.0.1:%d
 processors:
   process_context:
-exporters:
-  otlp_grpc:
-    endpoint: %s
-    tls:
-      insecure: true
-    sending_queue:
-      batch:
-        flush_timeout: 50ms
-service:
-  telemetry:
-    metrics:
-      level: none
-  pipelines:
+`, otlpPort) + exportingTo(server) + `  pipelines:
     logs:
       receivers: [otlp]
       processors: [process_context]
@@ -53,7 +41,7 @@ service:
       receivers: [otlp]
       processors: [process_context]
       exporters: [otlp_grpc]
-`, otlpPort, server)
+`
 }
 
 // publishService starts a publisher of kind with service.name service and

@@ -61,7 +61,7 @@ func waitEntityEvents(t *testing.T, s *otlpServer, pid, n int) []entityEvent {
 
 func TestEntityEventsThroughTheCollector(t *testing.T) {
 	server := startOTLPServer(t)
-	startCollector(t, entitiesConfig(server.addr, ""))
+	startCollector(t, entitiesConfig(server.addr))
 
 	goPub := pubtest.Start(t, pubtest.Go, pubtest.Options{})
 	goPub.Publish(publisher.EncodeStrings(map[string]string{"service.name": "e2e-go", "deployment.environment.name": "test"}))
@@ -89,7 +89,7 @@ func TestEntityEventsThroughTheCollector(t *testing.T) {
 
 func TestHostilePublishersAndSIGTERM(t *testing.T) {
 	server := startOTLPServer(t)
-	col := startCollector(t, entitiesConfig(server.addr, ""))
+	col := startCollector(t, entitiesConfig(server.addr))
 
 	good := publisher.EncodeStrings(map[string]string{"service.name": "survivor"})
 	for _, h := range []string{

@@ -31,7 +31,7 @@ func TestUnprivilegedUserWithCapabilities(t *testing.T) {
 
 	t.Run("with CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH", func(t *testing.T) {
 		server := startOTLPServer(t)
-		startCollector(t, entitiesConfig(server.addr, ""), setpriv,
+		startCollector(t, entitiesConfig(server.addr), setpriv,
 			"--reuid=65534", "--regid=65534", "--clear-groups",
 			"--inh-caps=+sys_ptrace,+dac_read_search", "--ambient-caps=+sys_ptrace,+dac_read_search")
 		events := waitEntityEvents(t, server, p.Pid, 1)
@@ -40,7 +40,7 @@ func TestUnprivilegedUserWithCapabilities(t *testing.T) {
 
 	t.Run("without capabilities", func(t *testing.T) {
 		server := startOTLPServer(t)
-		col := startCollector(t, entitiesConfig(server.addr, ""), setpriv,
+		col := startCollector(t, entitiesConfig(server.addr), setpriv,
 			"--reuid=65534", "--regid=65534", "--clear-groups")
 		require.Eventually(t, func() bool {
 			return strings.Contains(col.output.String(), "permission denied")
