@@ -33,6 +33,7 @@ func NewFS(root string) (*FS, error) {
 	if root == "" {
 		root = "/"
 	}
+	root = filepath.Clean(root) // "/hostfs/" and "/hostfs" are one root
 	proc := filepath.Join(root, "proc")
 	var st unix.Statfs_t
 	if err := unix.Statfs(proc, &st); err != nil {

@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/processor/processortest"
 
+	"github.com/processctx/otelcol-processctx/internal/pubtest"
 	"github.com/processctx/otelcol-processctx/processor/processctxprocessor/internal/metadata"
 )
 
@@ -108,5 +109,23 @@ func TestStartFailsWithoutProcfs(t *testing.T) {
 	require.NoError(t, err)
 	err = p.Start(context.Background(), componenttest.NewNopHost())
 	require.ErrorContains(t, err, "root_path")
+	require.NoError(t, p.Shutdown(context.Background()))
+}
+
+func TestStartFailsOnAContainersProcfs(t *testing.T) {
+	pubtest.RequireRoot(t)
+	cfg := createDefaultConfig()
+	cfg.RootPath = pubtest.MountProc(t, pubtest.SleepInNewPidNamespace(t))
+	p, err := NewFactory().CreateLogs(context.Background(), processortest.NewNopSettings(metadata.Type), cfg, consumertest.NewNop())
+	require.NoError(t, err)
+	err = p.Start(context.Background(), componenttest.NewNopHost())
+	require.ErrorContains(t, err, "not the host's procfs")
+	require.NoError(t, p.Shutdown(context.Background()))
+
+	// The host's procfs under a root path is fine.
+	cfg.RootPath = pubtest.MountProc(t, 0)
+	p, err = NewFactory().CreateLogs(context.Background(), processortest.NewNopSettings(metadata.Type), cfg, consumertest.NewNop())
+	require.NoError(t, err)
+	require.NoError(t, p.Start(context.Background(), componenttest.NewNopHost()))
 	require.NoError(t, p.Shutdown(context.Background()))
 }

@@ -35,6 +35,13 @@ func newResolver(cfg *Config, filter keyFilter, warn *warner) (*resolver, error)
 	if err != nil {
 		return nil, fmt.Errorf("root_path %q: %w", cfg.RootPath, err)
 	}
+	// Pids in telemetry are host pids: a container's own procfs under a
+	// root_path (meant to be the host's) would resolve them to the wrong
+	// processes. root_path "/" inside a container is the user's choice
+	// (hostPID, or container-local pids).
+	if err := fs.CheckHost(); err != nil && fs.Root() != "/" {
+		return nil, fmt.Errorf("root_path %q: %w: mount the host's /proc at %s", cfg.RootPath, err, fs.ProcDir())
+	}
 	reader, err := procmem.NewReader(fs, cfg.limits())
 	if err != nil {
 		return nil, fmt.Errorf("process context reader: %w", err)
