@@ -35,16 +35,32 @@ func identityOf(m pcommon.Map) serviceIdentity {
 	}
 }
 
-// contradicts reports whether telemetry attributes name another service:
-// a key set on both sides with different values.
-func (id serviceIdentity) contradicts(attrs pcommon.Map) bool {
-	differs := func(key, published string) bool {
-		v := stringAttr(attrs, key)
-		return published != "" && v != "" && v != published
+// contradicts reports whether the telemetry's identity names another
+// service: a key set on both sides with different values.
+func (id serviceIdentity) contradicts(tel serviceIdentity) bool {
+	differs := func(a, b string) bool { return a != "" && b != "" && a != b }
+	return differs(id.instanceID, tel.instanceID) || differs(id.name, tel.name) || differs(id.namespace, tel.namespace)
+}
+
+// resourceFacts reads, in one pass over a resource's attributes (this runs
+// for every resource), its container.id and its service identity.
+func resourceFacts(attrs pcommon.Map) (containerID string, id serviceIdentity) {
+	for k, v := range attrs.All() {
+		if v.Type() != pcommon.ValueTypeStr {
+			continue
+		}
+		switch k {
+		case containerIDKey:
+			containerID = v.Str()
+		case "service.name":
+			id.name = v.Str()
+		case "service.namespace":
+			id.namespace = v.Str()
+		case "service.instance.id":
+			id.instanceID = v.Str()
+		}
 	}
-	return differs("service.instance.id", id.instanceID) ||
-		differs("service.name", id.name) ||
-		differs("service.namespace", id.namespace)
+	return containerID, id
 }
 
 func stringAttr(m pcommon.Map, key string) string {
@@ -60,11 +76,12 @@ func stringAttr(m pcommon.Map, key string) string {
 // attributes describe the pid's process (a resource whose records come from
 // several processes, such as journald's or an eBPF profiler's, does not).
 func (b *batch) resolveFor(attrs pcommon.Map, pid int, onResource bool) (*entry, outcome, int) {
-	if cid := stringAttr(attrs, containerIDKey); cid != "" {
+	cid, tel := resourceFacts(attrs)
+	if cid != "" {
 		return b.resolveInContainer(cid, pid)
 	}
 	e, o := b.resolve(pid)
-	if e != nil && onResource && !b.p.core.trustHostPids && e.identity.contradicts(attrs) {
+	if e != nil && onResource && !b.p.core.trustHostPids && e.identity.contradicts(tel) {
 		return nil, outcomeMismatch, pid
 	}
 	return e, o, pid

@@ -26,6 +26,9 @@ type Config struct {
 	// RescanInterval is how long a process without a context waits before
 	// its maps are read again (SDKs often publish seconds after start).
 	RescanInterval time.Duration `mapstructure:"rescan_interval"`
+	// RescanMaxInterval caps the wait between re-reads, which doubles after
+	// every re-read that found no context.
+	RescanMaxInterval time.Duration `mapstructure:"rescan_max_interval"`
 	// RescanBudget caps the maps files re-read for late publishers in one
 	// scan; the longest-waiting processes go first.
 	RescanBudget int `mapstructure:"rescan_budget"`
@@ -55,6 +58,7 @@ func createDefaultConfig() *Config {
 	return &Config{
 		CollectionInterval: 10 * time.Second,
 		RescanInterval:     30 * time.Second,
+		RescanMaxInterval:  10 * time.Minute,
 		RescanBudget:       256,
 		ReportInterval:     5 * time.Minute,
 		EntityEventFormat:  FormatLegacy,
@@ -71,6 +75,9 @@ func (c *Config) Validate() error {
 	}
 	if c.RescanInterval <= 0 {
 		errs = append(errs, fmt.Errorf("rescan_interval must be positive, got %s", c.RescanInterval))
+	}
+	if c.RescanMaxInterval < c.RescanInterval {
+		errs = append(errs, fmt.Errorf("rescan_max_interval (%s) must not be less than rescan_interval (%s)", c.RescanMaxInterval, c.RescanInterval))
 	}
 	if c.RescanBudget <= 0 {
 		errs = append(errs, fmt.Errorf("rescan_budget must be positive, got %d", c.RescanBudget))

@@ -30,6 +30,7 @@ func TestLoadConfig(t *testing.T) {
 			want: &Config{
 				CollectionInterval: 5 * time.Second,
 				RescanInterval:     time.Minute,
+				RescanMaxInterval:  30 * time.Minute,
 				RescanBudget:       64,
 				ReportInterval:     10 * time.Minute,
 				EntityEventFormat:  FormatSpec,
@@ -40,6 +41,7 @@ func TestLoadConfig(t *testing.T) {
 			},
 		},
 		{id: component.NewIDWithName(metadata.Type, "invalid_interval"), wantErr: "collection_interval must be positive, got 0s"},
+		{id: component.NewIDWithName(metadata.Type, "invalid_rescan"), wantErr: "rescan_max_interval (30s) must not be less than rescan_interval (1m0s)"},
 		{id: component.NewIDWithName(metadata.Type, "invalid_format"), wantErr: `entity_event_format must be "legacy" or "spec", got "otlp"`},
 		{id: component.NewIDWithName(metadata.Type, "invalid_root"), wantErr: `root_path must be an absolute path, got "hostfs"`},
 		{id: component.NewIDWithName(metadata.Type, "invalid_payload"), wantErr: "max_payload_size: max payload size must be positive"},

@@ -296,7 +296,6 @@ func TestPeriodicReport(t *testing.T) {
 }
 
 func TestHostilePublishersDoNotStopTheGoodOnes(t *testing.T) {
-	r := startReceiver(t, testConfig())
 	good := publisher.EncodeStrings(map[string]string{"service.name": "good"})
 	var hostile []*pubtest.Proc
 	for _, h := range []struct {
@@ -320,6 +319,9 @@ func TestHostilePublishersDoNotStopTheGoodOnes(t *testing.T) {
 	garbage := pubtest.Start(t, pubtest.Go, pubtest.Options{})
 	garbage.Publish([]byte("\xff\xff\xff\xff not protobuf"))
 	hostile = append(hostile, garbage)
+	// Started once every hostile context is in place: a scan between a
+	// publish and its header overwrite would see a good context.
+	r := startReceiver(t, testConfig())
 
 	var goods []*pubtest.Proc
 	for _, kind := range pubtest.Kinds {

@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
-	"strconv"
 	"time"
 
 	"go.uber.org/zap"
@@ -27,11 +25,16 @@ const (
 // process is what a scan remembers of one pid. Kept small: most processes
 // on a host publish nothing.
 type process struct {
-	start     uint64 // start time in clock ticks: (pid, start) is the key
+	start uint64 // start time in clock ticks: (pid, start) is the key
+	// ino is the inode number of the /proc/<pid> directory: it changes when
+	// the pid names another process, so while it stays, the start time need
+	// not be read again.
+	ino       uint64
 	gen       uint32 // scan generation that last listed the pid
 	publisher bool
-	ignored   bool // excluded by the executable filters
-	denied    bool // last read refused for lack of permission
+	ignored   bool  // excluded by the executable filters
+	denied    bool  // last read refused for lack of permission
+	rechecks  uint8 // maps reads without a context since the last change
 	// checkedAt is the last maps read of a process without a context.
 	checkedAt time.Time
 	*publication
@@ -67,7 +70,7 @@ type scanner struct {
 	exited     []exitedKey // registry entries to forget, oldest first
 	lastWarn   time.Time
 	candidates []int
-	pids       []int
+	listing    procListing
 }
 
 func newScanner(cfg *Config, fs *procmem.FS, reg *registry.Registry, logger *zap.Logger) (*scanner, error) {
@@ -99,38 +102,47 @@ type scanResult struct {
 func (s *scanner) scan(ctx context.Context, now time.Time) (scanResult, error) {
 	var res scanResult
 	clear(s.outcomes)
-	pids, err := s.listPids()
+	entries, err := s.listing.list(s.reader.FS().ProcDir())
 	if err != nil {
 		return res, err
 	}
 	s.gen++
 	s.candidates = s.candidates[:0]
-	for _, pid := range pids {
+	for _, ent := range entries {
 		if err := ctx.Err(); err != nil {
 			return res, err
 		}
 		res.scanned++
-		start, err := s.reader.FS().StartTime(pid)
-		if err != nil {
-			// Exited since the listing (or hidden): the sweep below handles
-			// a pid we knew.
-			continue
-		}
+		pid := ent.pid
 		p := s.tracked[pid]
-		if p != nil && p.start != start {
-			s.forget(pid, p, reasonExited, now) // the pid was reused
-			p = nil
-		}
-		if p == nil {
-			p = &process{start: start}
-			s.tracked[pid] = p
-			s.discover(pid, p, now)
-		} else if p.publisher {
-			s.refresh(pid, p, now)
-		} else if !p.ignored && now.Sub(p.checkedAt) >= s.cfg.RescanInterval {
-			s.candidates = append(s.candidates, pid)
+		if p == nil || p.ino != ent.ino || ent.ino == 0 {
+			// A new /proc entry: a new process, or only a new inode for the
+			// same one (procfs may drop and re-create it). The start time
+			// tells.
+			start, err := s.reader.FS().StartTime(pid)
+			if err != nil {
+				// Exited since the listing (or hidden): the sweep below
+				// handles a pid we knew.
+				continue
+			}
+			if p != nil && p.start != start {
+				s.forget(pid, p, reasonExited, now) // the pid was reused
+				p = nil
+			}
+			if p == nil {
+				p = &process{start: start, ino: ent.ino, gen: s.gen}
+				s.tracked[pid] = p
+				s.discover(pid, p, now)
+				continue
+			}
+			p.ino = ent.ino
 		}
 		p.gen = s.gen
+		if p.publisher {
+			s.refresh(pid, p, now)
+		} else if !p.ignored && now.Sub(p.checkedAt) >= s.rescanDelay(p) {
+			s.candidates = append(s.candidates, pid)
+		}
 	}
 
 	// Late publishers: the longest-waiting first, within the budget.
@@ -165,6 +177,26 @@ func (s *scanner) scan(ctx context.Context, now time.Time) (scanResult, error) {
 	return res, nil
 }
 
+// rescanFastChecks is how many re-reads happen at rescan_interval before
+// the wait starts doubling.
+const rescanFastChecks = 4
+
+// rescanDelay is how long a process without a context waits before its maps
+// are read again: rescan_interval for the first rescanFastChecks re-reads,
+// then doubled after each one that found nothing, up to
+// rescan_max_interval. SDKs publish soon after start; a process that did
+// not for an hour is unlikely to in the next minute.
+func (s *scanner) rescanDelay(p *process) time.Duration {
+	d := s.cfg.RescanInterval
+	for i := rescanFastChecks; i < int(p.rechecks); i++ {
+		if d >= s.cfg.RescanMaxInterval/2 {
+			return s.cfg.RescanMaxInterval
+		}
+		d *= 2
+	}
+	return min(d, s.cfg.RescanMaxInterval)
+}
+
 // discover looks at a pid seen for the first time: one maps scan.
 func (s *scanner) discover(pid int, p *process, now time.Time) {
 	if s.cfg.filters() {
@@ -184,6 +216,9 @@ func (s *scanner) discover(pid int, p *process, now time.Time) {
 
 // locate reads the maps of a process without a known context.
 func (s *scanner) locate(pid int, p *process, now time.Time) {
+	if !p.checkedAt.IsZero() && p.rechecks < 255 {
+		p.rechecks++
+	}
 	p.checkedAt = now
 	m, err := s.reader.FindMapping(pid)
 	if err != nil {
@@ -281,6 +316,7 @@ func (s *scanner) unpublish(pid int, p *process, reason string, now time.Time) {
 	p.publisher = false
 	p.publication = nil
 	p.checkedAt = now
+	p.rechecks = 0 // it may publish again soon
 }
 
 // forget drops a process that exited (or whose pid was reused).
@@ -340,27 +376,4 @@ func (s *scanner) debugf(format string, args ...any) {
 	if ce := s.logger.Check(zap.DebugLevel, "Unreadable process context"); ce != nil {
 		ce.Write(zap.String("reason", fmt.Sprintf(format, args...)))
 	}
-}
-
-// listPids lists the numeric entries of the procfs.
-func (s *scanner) listPids() ([]int, error) {
-	dir, err := os.Open(s.reader.FS().ProcDir())
-	if err != nil {
-		return nil, fmt.Errorf("list processes: %w", err)
-	}
-	defer dir.Close()
-	names, err := dir.Readdirnames(-1)
-	if err != nil {
-		return nil, fmt.Errorf("list processes: %w", err)
-	}
-	s.pids = s.pids[:0]
-	for _, name := range names {
-		if name[0] < '0' || name[0] > '9' {
-			continue
-		}
-		if pid, err := strconv.Atoi(name); err == nil && pid > 0 {
-			s.pids = append(s.pids, pid)
-		}
-	}
-	return s.pids, nil
 }

@@ -224,3 +224,14 @@ func TestPermissionDeniedIsAggregated(t *testing.T) {
 	assert.Equal(t, 1, report.Warnings, "one aggregated warning for 3 scans: %+v", report)
 	assert.Contains(t, report.Message, "CAP_SYS_PTRACE")
 }
+
+func TestRescanDelayBacksOff(t *testing.T) {
+	cfg := createDefaultConfig()
+	s := &scanner{cfg: cfg}
+	want := []time.Duration{30 * time.Second, 30 * time.Second, 30 * time.Second, 30 * time.Second, 30 * time.Second,
+		time.Minute, 2 * time.Minute, 4 * time.Minute, 8 * time.Minute, 10 * time.Minute, 10 * time.Minute}
+	for rechecks, d := range want {
+		assert.Equal(t, d, s.rescanDelay(&process{rechecks: uint8(rechecks)}), "after %d re-reads", rechecks)
+	}
+	assert.Equal(t, 10*time.Minute, s.rescanDelay(&process{rechecks: 255}))
+}

@@ -1,0 +1,333 @@
+package processctxreceiver
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"testing"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/processctx/otelcol-processctx/internal/procmem"
+	"github.com/processctx/otelcol-processctx/internal/publisher"
+	"github.com/processctx/otelcol-processctx/internal/pubtest"
+)
+
+// The scan benchmarks run against a fleet of real processes. Its shape can
+// be changed with environment variables (defaults in parentheses):
+// PROCESSCTX_BENCH_PROCS (1000) processes in all, PROCESSCTX_BENCH_PUBLISHERS
+// (100) of them Go publishers, PROCESSCTX_BENCH_BIG (5) idle processes with
+// PROCESSCTX_BENCH_BIG_MAPPINGS (50000) extra mappings; the rest are idle C
+// processes without a context.
+type fleetShape struct {
+	procs, publishers, big, bigMappings int
+}
+
+func fleetShapeFromEnv(b *testing.B) fleetShape {
+	b.Helper()
+	get := func(name string, def int) int {
+		v := os.Getenv(name)
+		if v == "" {
+			return def
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			b.Fatalf("%s=%q: want a number", name, v)
+		}
+		return n
+	}
+	s := fleetShape{
+		procs:       get("PROCESSCTX_BENCH_PROCS", 1000),
+		publishers:  get("PROCESSCTX_BENCH_PUBLISHERS", 100),
+		big:         get("PROCESSCTX_BENCH_BIG", 5),
+		bigMappings: get("PROCESSCTX_BENCH_BIG_MAPPINGS", 50_000),
+	}
+	if s.publishers+s.big > s.procs {
+		b.Fatalf("fleet %+v: more publishers and big processes than processes", s)
+	}
+	return s
+}
+
+// fleet is the set of processes a scan benchmark observes.
+type fleet struct {
+	shape      fleetShape
+	publishers []*pubtest.Proc
+	idle       []int // pids without a context, the big ones included
+	pids       map[int]bool
+	// include selects exactly the fleet's executables (names unique to
+	// this benchmark process), so that the rest of the host, where other
+	// tests may start and stop processes, stays out of the measurement.
+	include      []string
+	pubName      string
+	idleName     string
+	payloadBytes int // average encoded payload of a publisher
+	versions     []int
+}
+
+// benchPayload is a realistic SDK resource: ten string attributes, about
+// 380 bytes encoded.
+func benchPayload(i, version int) []byte {
+	return publisher.EncodeStrings(map[string]string{
+		"service.name":                fmt.Sprintf("bench-service-%02d", i%20),
+		"service.namespace":           "bench",
+		"service.version":             fmt.Sprintf("1.%d.0", version),
+		"service.instance.id":         fmt.Sprintf("%08x-1f0b-4c4e-9d38-%012x", i, version),
+		"deployment.environment.name": "production",
+		"telemetry.sdk.name":          "opentelemetry",
+		"telemetry.sdk.language":      "go",
+		"telemetry.sdk.version":       "1.47.0",
+		"host.name":                   "node-17.bench.example.com",
+		"process.runtime.name":        "go",
+	})
+}
+
+// startFleet starts the fleet; every process is killed when b ends.
+func startFleet(b *testing.B) *fleet {
+	b.Helper()
+	shape := fleetShapeFromEnv(b)
+	dir := b.TempDir()
+	if err := os.Chmod(dir, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	tag := strconv.Itoa(os.Getpid())
+	f := &fleet{
+		shape:    shape,
+		pids:     map[int]bool{},
+		pubName:  "pctxbench-" + tag + "-go",
+		idleName: "pctxbench-" + tag + "-c",
+	}
+	f.include = []string{f.pubName, f.idleName}
+
+	idleBin := filepath.Join(dir, f.idleName)
+	cc := exec.Command("gcc", "-O2", "-Wall", "-Wextra", "-Werror", "-std=gnu11",
+		"-o", idleBin, filepath.Join(pubtest.RepoRoot(), "testdata", "manymaps", "manymaps.c"))
+	if out, err := cc.CombinedOutput(); err != nil {
+		b.Fatalf("build manymaps (gcc is required): %v\n%s", err, out)
+	}
+	pubBin := filepath.Join(dir, f.pubName)
+	copyExecutable(b, pubtest.Binary(b, pubtest.Go), pubBin)
+
+	start := time.Now()
+	for i := range shape.procs - shape.publishers {
+		mappings := 0
+		if i < shape.big {
+			mappings = shape.bigMappings
+		}
+		p := pubtest.StartCommand(b, pubtest.Kind("manymaps"), exec.Command(idleBin, strconv.Itoa(mappings)))
+		f.idle = append(f.idle, p.Pid)
+		f.pids[p.Pid] = true
+	}
+	total := 0
+	for i := range shape.publishers {
+		p := pubtest.StartCommand(b, pubtest.Go, exec.Command(pubBin, "-control"))
+		payload := benchPayload(i, 0)
+		total += len(payload)
+		p.Publish(payload)
+		f.publishers = append(f.publishers, p)
+		f.versions = append(f.versions, 0)
+		f.pids[p.Pid] = true
+	}
+	if shape.publishers > 0 {
+		f.payloadBytes = total / shape.publishers
+	}
+	b.Logf("fleet: %d processes (%d Go publishers, %d idle of which %d with %d mappings) started in %v",
+		shape.procs, shape.publishers, len(f.idle), shape.big, shape.bigMappings, time.Since(start).Round(time.Millisecond))
+	return f
+}
+
+// update publishes a new version of publisher i's context.
+func (f *fleet) update(i int) {
+	f.versions[i]++
+	f.publishers[i].Update(benchPayload(i, f.versions[i]))
+}
+
+func copyExecutable(b *testing.B, from, to string) {
+	b.Helper()
+	src, err := os.Open(from)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer src.Close()
+	dst, err := os.OpenFile(to, os.O_CREATE|os.O_WRONLY, 0o755)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := io.Copy(dst, src); err != nil {
+		b.Fatal(err)
+	}
+	if err := dst.Close(); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// meter adds up what scans cost: CPU time of the whole process (getrusage
+// RUSAGE_SELF: user + sys, the GC's work included), bytes returned by
+// read(2) on the scanning thread (rchar of /proc/thread-self/io: procfs
+// files, maps included) and the procmem.Reader's counters. The caller must
+// stay on one OS thread (runtime.LockOSThread) while it uses the meter.
+type meter struct {
+	io     *os.File
+	ioBuf  []byte
+	scans  int
+	cpu    time.Duration
+	rchar  uint64
+	reader procmem.Stats
+}
+
+func newMeter(b *testing.B) *meter {
+	b.Helper()
+	f, err := os.Open("/proc/thread-self/io")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = f.Close() })
+	return &meter{io: f, ioBuf: make([]byte, 512)}
+}
+
+// readChar returns rchar of this thread and the bytes the read returned.
+func (m *meter) readChar() (rchar uint64, n int) {
+	n, err := m.io.ReadAt(m.ioBuf, 0)
+	if err != nil && err != io.EOF {
+		return 0, 0
+	}
+	rest, ok := bytes.CutPrefix(m.ioBuf[:n], []byte("rchar: "))
+	if !ok {
+		return 0, n
+	}
+	end := bytes.IndexByte(rest, '\n')
+	if end < 0 {
+		return 0, n
+	}
+	v, _ := strconv.ParseUint(string(rest[:end]), 10, 64)
+	return v, n
+}
+
+// cpuTime is the process's user+sys time. RUSAGE_SELF, not RUSAGE_THREAD:
+// the kernel brings the calling thread's runtime up to date only for the
+// former, the latter lags by up to a scheduler tick and undercounts.
+func cpuTime() time.Duration {
+	var ru unix.Rusage
+	_ = unix.Getrusage(unix.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// measure runs one scan through fn and adds its costs.
+func (m *meter) measure(r *procmem.Reader, fn func()) {
+	cpu0 := cpuTime()
+	rchar0, ioRead := m.readChar()
+	stats0 := r.Stats()
+
+	fn()
+
+	stats1 := r.Stats()
+	rchar1, _ := m.readChar()
+	cpu1 := cpuTime()
+
+	m.scans++
+	m.cpu += cpu1 - cpu0
+	// The first io read's bytes count after it took its snapshot.
+	m.rchar += rchar1 - rchar0 - uint64(ioRead)
+	m.reader.MapsFiles += stats1.MapsFiles - stats0.MapsFiles
+	m.reader.MapsBytes += stats1.MapsBytes - stats0.MapsBytes
+	m.reader.MemoryReads += stats1.MemoryReads - stats0.MemoryReads
+	m.reader.MemoryBytes += stats1.MemoryBytes - stats0.MemoryBytes
+}
+
+func (m *meter) cpuPerScan() float64 { return float64(m.cpu.Nanoseconds()) / float64(m.scans) }
+
+// report adds the per-scan figures to b's result line.
+func (m *meter) report(b *testing.B) {
+	if m.scans == 0 {
+		return
+	}
+	n := float64(m.scans)
+	b.ReportMetric(m.cpuPerScan(), "cpu-ns/scan")
+	b.ReportMetric(float64(m.rchar)/n, "read-bytes/scan")
+	b.ReportMetric(float64(m.reader.MapsFiles)/n, "maps-files/scan")
+	b.ReportMetric(float64(m.reader.MapsBytes)/n, "maps-bytes/scan")
+	b.ReportMetric(float64(m.reader.MemoryReads)/n, "mem-reads/scan")
+	b.ReportMetric(float64(m.reader.MemoryBytes)/n, "mem-bytes/scan")
+}
+
+var syscallCounterLogged bool
+
+// openSyscallCounter counts the syscalls the calling thread enters: a perf
+// counter on the raw_syscalls:sys_enter tracepoint. It needs tracefs; a
+// counter makes every syscall a little slower, so CPU time is never
+// measured while one is open.
+func openSyscallCounter() (int, error) {
+	var id []byte
+	var err error
+	for _, dir := range []string{"/sys/kernel/tracing", "/sys/kernel/debug/tracing"} {
+		if id, err = os.ReadFile(dir + "/events/raw_syscalls/sys_enter/id"); err == nil {
+			break
+		}
+	}
+	if err != nil {
+		return -1, fmt.Errorf("tracefs not mounted (mount -t tracefs nodev /sys/kernel/tracing): %w", err)
+	}
+	config, err := strconv.ParseUint(string(bytes.TrimSpace(id)), 10, 64)
+	if err != nil {
+		return -1, fmt.Errorf("tracepoint id %q: %w", id, err)
+	}
+	attr := unix.PerfEventAttr{
+		Type:   unix.PERF_TYPE_TRACEPOINT,
+		Size:   uint32(unsafe.Sizeof(unix.PerfEventAttr{})),
+		Config: config,
+	}
+	fd, err := unix.PerfEventOpen(&attr, 0, -1, -1, unix.PERF_FLAG_FD_CLOEXEC)
+	if err != nil {
+		return -1, fmt.Errorf("perf_event_open: %w", err)
+	}
+	return fd, nil
+}
+
+func readCounter(fd int) uint64 {
+	var v [8]byte
+	if _, err := unix.Read(fd, v[:]); err != nil {
+		return 0
+	}
+	return binary.NativeEndian.Uint64(v[:])
+}
+
+// countSyscalls runs rounds more prepare/scan/finish rounds with a syscall
+// counter on this thread and returns the syscalls per scan, or -1 when they
+// cannot be counted (logged once).
+func countSyscalls(b *testing.B, rounds int, prepare func() *procmem.Reader, scan, finish func()) float64 {
+	b.Helper()
+	fd, err := openSyscallCounter()
+	if err != nil {
+		if !syscallCounterLogged {
+			syscallCounterLogged = true
+			b.Logf("syscalls/scan not reported: %v", err)
+		}
+		return -1
+	}
+	defer func() { _ = unix.Close(fd) }()
+	var total uint64
+	for range rounds {
+		prepare()
+		before := readCounter(fd)
+		scan()
+		total += readCounter(fd) - before - 1 // the second counter read
+		finish()
+	}
+	return float64(total) / float64(rounds)
+}
+
+// heapInUse returns the live heap after a full collection.
+func heapInUse() uint64 {
+	runtime.GC()
+	runtime.GC() // sync.Pool keeps its victims for one more cycle
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
+}

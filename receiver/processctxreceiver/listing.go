@@ -1,0 +1,84 @@
+package processctxreceiver
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"golang.org/x/sys/unix"
+)
+
+// procEntry is a pid directory of the procfs and its inode number.
+type procEntry struct {
+	pid int
+	ino uint64
+}
+
+// procListing lists the pid directories of a procfs with getdents64, which
+// gives each entry's inode number beside its name (os.ReadDir does not).
+// Buffers are reused from scan to scan.
+type procListing struct {
+	buf     []byte
+	entries []procEntry
+}
+
+const listingBufferSize = 64 << 10
+
+// list returns the pid entries of procDir, valid until the next call.
+func (l *procListing) list(procDir string) ([]procEntry, error) {
+	fd, err := unix.Open(procDir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("list processes in %s: %w", procDir, err)
+	}
+	defer func() { _ = unix.Close(fd) }()
+	if l.buf == nil {
+		l.buf = make([]byte, listingBufferSize)
+	}
+	l.entries = l.entries[:0]
+	for {
+		n, err := unix.Getdents(fd, l.buf)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("list processes in %s: %w", procDir, err)
+		}
+		if n <= 0 {
+			return l.entries, nil
+		}
+		l.entries = appendPidEntries(l.entries, l.buf[:n])
+	}
+}
+
+// appendPidEntries parses linux_dirent64 records (u64 ino, s64 off, u16
+// reclen, u8 type, NUL-terminated name) and appends those named by a pid.
+func appendPidEntries(entries []procEntry, buf []byte) []procEntry {
+	const header = 19 // offset of d_name
+	for len(buf) >= header {
+		reclen := int(binary.NativeEndian.Uint16(buf[16:18]))
+		if reclen < header || reclen > len(buf) {
+			return entries // malformed: stop rather than misread
+		}
+		name := buf[header:reclen]
+		if pid, ok := parsePid(name); ok {
+			entries = append(entries, procEntry{pid: pid, ino: binary.NativeEndian.Uint64(buf[0:8])})
+		}
+		buf = buf[reclen:]
+	}
+	return entries
+}
+
+// parsePid parses a NUL-terminated decimal name; anything else is no pid.
+func parsePid(name []byte) (int, bool) {
+	pid := 0
+	for i, c := range name {
+		if c == 0 {
+			return pid, i > 0 && pid > 0
+		}
+		if c < '0' || c > '9' || i >= 10 {
+			return 0, false
+		}
+		pid = pid*10 + int(c-'0')
+	}
+	return pid, len(name) > 0 && pid > 0
+}
