@@ -8,6 +8,7 @@ package registry
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/processctx/otelcol-processctx/internal/procmem"
@@ -33,6 +34,9 @@ type Process struct {
 type Registry struct {
 	mu    sync.RWMutex
 	byPID map[int]*Process
+	// size mirrors len(byPID) so that Lookup on an empty registry (a
+	// processor without a receiver) takes no lock.
+	size atomic.Int64
 }
 
 // New returns an empty registry (for tests and single components).
@@ -42,6 +46,7 @@ func New() *Registry { return &Registry{byPID: map[int]*Process{}} }
 func (r *Registry) Store(p *Process) {
 	r.mu.Lock()
 	r.byPID[p.PID] = p
+	r.size.Store(int64(len(r.byPID)))
 	r.mu.Unlock()
 }
 
@@ -63,11 +68,15 @@ func (r *Registry) Forget(k Key) {
 	defer r.mu.Unlock()
 	if p, ok := r.byPID[k.PID]; ok && p.Key == k {
 		delete(r.byPID, k.PID)
+		r.size.Store(int64(len(r.byPID)))
 	}
 }
 
 // Lookup returns what is known of pid.
 func (r *Registry) Lookup(pid int) (*Process, bool) {
+	if r.size.Load() == 0 {
+		return nil, false
+	}
 	r.mu.RLock()
 	p, ok := r.byPID[pid]
 	r.mu.RUnlock()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 	"testing"
+	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
@@ -12,10 +13,17 @@ import (
 	"github.com/processctx/otelcol-processctx/internal/pubtest"
 )
 
-// benchPublishers starts a few real publishers, both implementations.
+// benchPids is the number of processes in the benchmarks' telemetry.
+const benchPids = 100
+
+// benchPublishers starts benchPids real publishers, both implementations.
 func benchPublishers(b *testing.B) []*publishing {
 	var pubs []*publishing
-	for i, kind := range []pubtest.Kind{pubtest.Go, pubtest.C, pubtest.Go, pubtest.C} {
+	for i := range benchPids {
+		kind := pubtest.C
+		if i%2 == 0 {
+			kind = pubtest.Go
+		}
 		pubs = append(pubs, startPublisher(b, kind, "svc-"+strconv.Itoa(i)))
 	}
 	return pubs
@@ -40,6 +48,19 @@ func benchLogs(pubs []*publishing) plog.Logs {
 	return ld
 }
 
+// stripKeys removes the added keys again, which restores enriched copies
+// exactly (added keys are appended last).
+func stripKeys(lds []plog.Logs, added []string) {
+	for _, ld := range lds {
+		for _, rl := range ld.ResourceLogs().All() {
+			attrs := rl.Resource().Attributes()
+			for _, k := range added {
+				attrs.Remove(k)
+			}
+		}
+	}
+}
+
 // logsRounds runs enrich on copies of src b.N times in all. Copying 10,000
 // records costs far more than enriching them, so the copies are reused:
 // between rounds, with the timer stopped, the added keys are removed again,
@@ -51,16 +72,7 @@ func logsRounds(b *testing.B, src plog.Logs, added []string, enrich func(plog.Lo
 		batch[i] = plog.NewLogs()
 		src.CopyTo(batch[i])
 	}
-	strip := func(lds []plog.Logs) {
-		for _, ld := range lds {
-			for _, rl := range ld.ResourceLogs().All() {
-				attrs := rl.Resource().Attributes()
-				for _, k := range added {
-					attrs.Remove(k)
-				}
-			}
-		}
-	}
+	strip := func(lds []plog.Logs) { stripKeys(lds, added) }
 	// Check once that a round trip restores the data.
 	enrich(batch[0])
 	strip(batch[:1])
@@ -120,7 +132,12 @@ func BenchmarkLogsResourcePid(b *testing.B) {
 // with static attributes.
 func BenchmarkLogsResourcePidBaseline(b *testing.B) {
 	pubs := benchPublishers(b)
-	src := benchLogs(pubs)
+	logsRounds(b, benchLogs(pubs), publishedKeys(pubs), plainUpsert(b, pubs))
+}
+
+// plainUpsert returns the baseline's enrichment: each resource gets the
+// attributes its pid's process published, upserted from a prepared map.
+func plainUpsert(b *testing.B, pubs []*publishing) func(plog.Logs) {
 	published := make(map[int]pcommon.Map, len(pubs))
 	for _, p := range pubs {
 		m := pcommon.NewMap()
@@ -129,8 +146,7 @@ func BenchmarkLogsResourcePidBaseline(b *testing.B) {
 		}
 		published[p.Pid] = m
 	}
-
-	logsRounds(b, src, publishedKeys(pubs), func(ld plog.Logs) {
+	return func(ld plog.Logs) {
 		rls := ld.ResourceLogs()
 		for i := range rls.Len() {
 			attrs := rls.At(i).Resource().Attributes()
@@ -139,21 +155,71 @@ func BenchmarkLogsResourcePidBaseline(b *testing.B) {
 				v.CopyTo(attrs.PutEmpty(k))
 			}
 		}
-	})
+	}
 }
 
+// BenchmarkLogsResourcePidVsBaseline runs the processor and the plain upsert
+// alternately on the same data, so that both see the same machine (this VM
+// is shared: back-to-back benchmarks differ by more than the ratio sought),
+// and reports the ratio of their times.
+func BenchmarkLogsResourcePidVsBaseline(b *testing.B) {
+	pubs := benchPublishers(b)
+	h := newHarness(b, testConfig())
+	ctx := context.Background()
+	src := benchLogs(pubs)
+	warm := plog.NewLogs()
+	src.CopyTo(warm)
+	if _, err := h.direct.processLogs(ctx, warm); err != nil {
+		b.Fatal(err)
+	}
+	upsert := plainUpsert(b, pubs)
+	keys := publishedKeys(pubs)
+	copies := [2]plog.Logs{plog.NewLogs(), plog.NewLogs()}
+	for _, c := range copies {
+		src.CopyTo(c)
+	}
+	var processor, baseline time.Duration
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		run := func(f func()) time.Duration { t := time.Now(); f(); return time.Since(t) }
+		process := func() {
+			if _, err := h.direct.processLogs(ctx, copies[0]); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if i%2 == 0 { // alternate which goes first
+			processor += run(process)
+			baseline += run(func() { upsert(copies[1]) })
+		} else {
+			baseline += run(func() { upsert(copies[1]) })
+			processor += run(process)
+		}
+		b.StopTimer()
+		stripKeys(copies[:], keys)
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(processor.Nanoseconds())/float64(b.N), "processor-ns/batch")
+	b.ReportMetric(float64(baseline.Nanoseconds())/float64(b.N), "baseline-ns/batch")
+	b.ReportMetric(float64(processor)/float64(baseline), "x-baseline")
+}
+
+// benchSamples is the number of samples in the profiles benchmark.
+const benchSamples = 100_000
+
 // benchProfiles builds the pre-2026-03 eBPF profiler layout: one resource,
-// 10 profiles of 1,000 samples each, samples of the publishers and of a pid
-// without a context interleaved.
+// 10 profiles of benchSamples/10 samples each, samples of the publishers and
+// of a pid without a context interleaved.
 func benchProfiles(pubs []*publishing, other int) pprofile.Profiles {
 	pb := newProfileBuilder()
 	sp := pb.pd.ResourceProfiles().AppendEmpty().ScopeProfiles().AppendEmpty()
 	for p := range 10 {
 		prof := pb.profile(sp, byte(p))
-		for n := range 1000 {
+		k := 0 // the next publisher, so that every one gets samples
+		for n := range benchSamples / 10 {
 			pid := other
 			if n%5 != 0 {
-				pid = pubs[n%len(pubs)].Pid
+				pid = pubs[k%len(pubs)].Pid
+				k++
 			}
 			pb.sample(prof, n, pid)
 		}
@@ -161,8 +227,8 @@ func benchProfiles(pubs []*publishing, other int) pprofile.Profiles {
 	return pb.pd
 }
 
-// BenchmarkProfilesSamplePids: regrouping 10,000 samples of 5 pids (4 with
-// a context) under one resource into one resource per process.
+// BenchmarkProfilesSamplePids: regrouping 100,000 samples of 101 pids (100
+// with a context) under one resource into one resource per process.
 func BenchmarkProfilesSamplePids(b *testing.B) {
 	pubs := benchPublishers(b)
 	h := newHarness(b, testConfig())
@@ -191,4 +257,75 @@ func BenchmarkProfilesSamplePids(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*benchSamples), "ns/sample")
+}
+
+// benchRecordLogs builds 10,000 records under one resource, each carrying
+// the pid of one of the publishers (journald-like), every fifth one a pid
+// without a context.
+func benchRecordLogs(pubs []*publishing) plog.Logs {
+	ld := plog.NewLogs()
+	rl := ld.ResourceLogs().AppendEmpty()
+	rl.Resource().Attributes().PutStr("host.name", "node-1")
+	sl := rl.ScopeLogs().AppendEmpty()
+	k := 0 // the next publisher, so that every one gets records
+	for i := range 10_000 {
+		pid := noContextPID()
+		if i%5 != 0 {
+			pid = pubs[k%len(pubs)].Pid
+			k++
+		}
+		addRecord(sl, "log line "+strconv.Itoa(i), pid)
+	}
+	return ld
+}
+
+// BenchmarkLogsRecordPids: regrouping 10,000 records of 101 pids under one
+// resource into one resource per process, warm cache.
+func BenchmarkLogsRecordPids(b *testing.B) {
+	pubs := benchPublishers(b)
+	h := newHarness(b, testConfig())
+	ctx := context.Background()
+	src := benchRecordLogs(pubs)
+	warm := plog.NewLogs()
+	src.CopyTo(warm)
+	if _, err := h.direct.processLogs(ctx, warm); err != nil {
+		b.Fatal(err)
+	}
+	if warm.ResourceLogs().Len() != len(pubs)+1 {
+		b.Fatalf("got %d resources", warm.ResourceLogs().Len())
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		b.StopTimer()
+		ld := plog.NewLogs()
+		src.CopyTo(ld)
+		b.StartTimer()
+		if _, err := h.direct.processLogs(ctx, ld); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*src.LogRecordCount()), "ns/record")
+}
+
+// BenchmarkLogsResourcePidCold: the batch of BenchmarkLogsResourcePid met
+// by a new processor, whose cache has never seen the 100 pids: each costs a
+// stat read, a maps scan, a seqlock read and decode, and a membership read
+// (cgroup, status). Compare with BenchmarkLogsResourcePid (warm).
+func BenchmarkLogsResourcePidCold(b *testing.B) {
+	pubs := benchPublishers(b)
+	src := benchLogs(pubs)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		b.StopTimer()
+		h := newHarness(b, testConfig()) // a new core: a cold cache
+		ld := plog.NewLogs()
+		src.CopyTo(ld)
+		b.StartTimer()
+		if _, err := h.direct.processLogs(ctx, ld); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*benchPids), "ns/pid")
 }

@@ -25,9 +25,12 @@ type core struct {
 	override bool
 	// trustHostPids: unqualified_pids is "host".
 	trustHostPids bool
-	filter        keyFilter
-	warn          warner
-	now           func() time.Time // a test hook
+	// pidIsHostPidKey: the only pid key is process.pid, so a resource pid
+	// is always found under it.
+	pidIsHostPidKey bool
+	filter          keyFilter
+	warn            warner
+	now             func() time.Time // a test hook
 
 	mu  sync.Mutex // serializes start and stop
 	res atomic.Pointer[resolver]
@@ -35,12 +38,13 @@ type core struct {
 
 func newCore(cfg *Config) *core {
 	return &core{
-		cfg:           cfg,
-		pidKeys:       slices.Clone(cfg.PIDAttributes),
-		override:      cfg.Override,
-		trustHostPids: cfg.UnqualifiedPids == UnqualifiedHost,
-		filter:        newKeyFilter(cfg),
-		now:           time.Now,
+		cfg:             cfg,
+		pidKeys:         slices.Clone(cfg.PIDAttributes),
+		override:        cfg.Override,
+		trustHostPids:   cfg.UnqualifiedPids == UnqualifiedHost,
+		pidIsHostPidKey: len(cfg.PIDAttributes) == 1 && cfg.PIDAttributes[0] == hostPidKey,
+		filter:          newKeyFilter(cfg),
+		now:             time.Now,
 	}
 }
 
@@ -253,7 +257,11 @@ func (b *batch) enrichResource(attrs pcommon.Map, pid, items int) {
 	b.count[o] += int64(items)
 	if e != nil {
 		b.p.core.enrich(attrs, e)
-		stampPids(attrs, e, pid, host)
+		// The common case needs no stamp: the pid came as process.pid and
+		// is the host's, of a process not in a nested pid namespace.
+		if host != pid || e.vpid != host || !b.p.core.pidIsHostPidKey {
+			stampPids(attrs, e, pid, host)
+		}
 	}
 }
 

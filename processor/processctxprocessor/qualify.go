@@ -80,7 +80,15 @@ func (b *batch) resolveFor(attrs pcommon.Map, pid int, onResource bool) (*entry,
 	if cid != "" {
 		return b.resolveInContainer(cid, pid)
 	}
-	e, o := b.resolve(pid)
+	var e *entry
+	var o outcome
+	if onResource {
+		// Resources rarely share a pid within a batch: the batch memo
+		// would cost more than the cache lookup it saves.
+		e, o = b.res.lookup(pid, b.now)
+	} else {
+		e, o = b.resolve(pid)
+	}
 	if e != nil && onResource && !b.p.core.trustHostPids && e.identity.contradicts(tel) {
 		return nil, outcomeMismatch, pid
 	}
