@@ -44,6 +44,10 @@ func TestContainerQualifiedPids(t *testing.T) {
 	pub, id := startContainedPublisher(t, "in-container")
 	host := pub.HostPid()
 	h := newHarness(t, testConfig())
+	other := id[:63] + "0" // another container's id
+	if id[63] == '0' {
+		other = id[:63] + "1"
+	}
 	enriched := map[string]any{
 		"service.name": "in-container", "service.instance.id": "in-container-1",
 		"container.id": id, "process.pid": int64(host), "process.vpid": int64(1),
@@ -55,8 +59,8 @@ func TestContainerQualifiedPids(t *testing.T) {
 	}{
 		{"SDK in the container: its own pid and container.id", map[string]any{"process.pid": int64(1), "container.id": id}, enriched},
 		{"host agent: host pid and container.id", map[string]any{"process.pid": int64(host), "container.id": id}, enriched},
-		{"another container's pid 1", map[string]any{"process.pid": int64(1), "container.id": id[:63] + "0"},
-			map[string]any{"process.pid": int64(1), "container.id": id[:63] + "0"}},
+		{"another container's pid 1", map[string]any{"process.pid": int64(1), "container.id": other},
+			map[string]any{"process.pid": int64(1), "container.id": other}},
 		{"host pid of the container's process, no container.id", map[string]any{"process.pid": int64(host)},
 			map[string]any{"service.name": "in-container", "service.instance.id": "in-container-1", "process.pid": int64(host), "process.vpid": int64(1)}},
 	} {
