@@ -102,18 +102,25 @@ func publishedKeys(pubs []*publishing) []string {
 	return keys
 }
 
+// warmUp processes a copy of src once, so that the cache knows its pids,
+// and returns the processed copy.
+func warmUp(b *testing.B, h *harness, src plog.Logs) plog.Logs {
+	warm := plog.NewLogs()
+	src.CopyTo(warm)
+	if _, err := h.direct.processLogs(context.Background(), warm); err != nil {
+		b.Fatal(err)
+	}
+	return warm
+}
+
 // BenchmarkLogsResourcePid: the warm-cache hot path of the common case,
-// 10,000 records under 100 resources with the pids of 4 real publishers.
+// 10,000 records under 100 resources with the pids of 100 real publishers.
 func BenchmarkLogsResourcePid(b *testing.B) {
 	pubs := benchPublishers(b)
 	h := newHarness(b, testConfig())
 	ctx := context.Background()
 	src := benchLogs(pubs)
-	warm := plog.NewLogs()
-	src.CopyTo(warm)
-	if _, err := h.direct.processLogs(ctx, warm); err != nil {
-		b.Fatal(err)
-	}
+	warmUp(b, h, src)
 	io := h.io()
 
 	logsRounds(b, src, publishedKeys(pubs), func(ld plog.Logs) {
@@ -167,11 +174,7 @@ func BenchmarkLogsResourcePidVsBaseline(b *testing.B) {
 	h := newHarness(b, testConfig())
 	ctx := context.Background()
 	src := benchLogs(pubs)
-	warm := plog.NewLogs()
-	src.CopyTo(warm)
-	if _, err := h.direct.processLogs(ctx, warm); err != nil {
-		b.Fatal(err)
-	}
+	warmUp(b, h, src)
 	upsert := plainUpsert(b, pubs)
 	keys := publishedKeys(pubs)
 	copies := [2]plog.Logs{plog.NewLogs(), plog.NewLogs()}
@@ -287,11 +290,7 @@ func BenchmarkLogsRecordPids(b *testing.B) {
 	h := newHarness(b, testConfig())
 	ctx := context.Background()
 	src := benchRecordLogs(pubs)
-	warm := plog.NewLogs()
-	src.CopyTo(warm)
-	if _, err := h.direct.processLogs(ctx, warm); err != nil {
-		b.Fatal(err)
-	}
+	warm := warmUp(b, h, src)
 	if warm.ResourceLogs().Len() != len(pubs)+1 {
 		b.Fatalf("got %d resources", warm.ResourceLogs().Len())
 	}
