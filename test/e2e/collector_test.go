@@ -86,6 +86,9 @@ func startCollector(t *testing.T, config string, wrap ...string) *collector {
 	args := append(append([]string{}, wrap...), bin, "--config", cfgPath, "--feature-gates=service.profilesSupport")
 	c := &collector{cmd: exec.Command(args[0], args[1:]...), output: &syncBuffer{}, done: make(chan struct{})}
 	c.cmd.Stdout, c.cmd.Stderr = c.output, c.output
+	// A wrapper (unshare) killed before its child would otherwise leave
+	// Wait waiting for the child to close the output pipe.
+	c.cmd.WaitDelay = 5 * time.Second
 	if err := c.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
