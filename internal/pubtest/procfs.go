@@ -47,7 +47,7 @@ func MountProc(t testing.TB, nsPid int) string {
 // returns its host pid. Needs root.
 func SleepInNewPidNamespace(t testing.TB) int {
 	t.Helper()
-	cmd := exec.Command("unshare", "--pid", "--fork", "--", "sleep", "600")
+	cmd := exec.Command("unshare", "--pid", "--fork", "--kill-child", "--", "sleep", "600")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

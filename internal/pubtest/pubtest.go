@@ -176,7 +176,7 @@ func (p *Proc) HostPid() int {
 // the end of the test). Needs root.
 func StartContained(t testing.TB, kind Kind, cgroupDir string) *Proc {
 	t.Helper()
-	args := []string{"--pid", "--fork", "--mount-proc", "--", Binary(t, kind)}
+	args := []string{"--pid", "--fork", "--mount-proc", "--kill-child", "--", Binary(t, kind)}
 	if kind == Go {
 		args = append(args, "-control")
 	}
