@@ -15,7 +15,6 @@ import (
 	"os"
 	"os/signal"
 	"sort"
-	"strconv"
 	"syscall"
 	"time"
 
@@ -68,7 +67,7 @@ func main() {
 
 // scan prints every context; in watch mode only new or changed ones.
 func scan(out, errOut io.Writer, reader *procmem.Reader, ids *procmem.IdentityReader, only int, seen map[int]uint64, watching bool) error {
-	pids, err := listPids(reader.FS().ProcDir(), only)
+	pids, err := listPids(reader.FS(), only)
 	if err != nil {
 		return err
 	}
@@ -105,19 +104,18 @@ func scan(out, errOut io.Writer, reader *procmem.Reader, ids *procmem.IdentityRe
 	return nil
 }
 
-func listPids(procDir string, only int) ([]int, error) {
+func listPids(fs *procmem.FS, only int) ([]int, error) {
 	if only > 0 {
 		return []int{only}, nil
 	}
-	entries, err := os.ReadDir(procDir)
+	var lister procmem.PidLister
+	entries, err := lister.List(fs)
 	if err != nil {
 		return nil, err
 	}
-	var pids []int
-	for _, e := range entries {
-		if pid, err := strconv.Atoi(e.Name()); err == nil {
-			pids = append(pids, pid)
-		}
+	pids := make([]int, len(entries))
+	for i, e := range entries {
+		pids[i] = e.Pid
 	}
 	sort.Ints(pids)
 	return pids, nil

@@ -127,11 +127,20 @@ func (fs *FS) Membership(pid int) (Membership, error) {
 	if err != nil {
 		return Membership{}, err
 	}
+	vpid, err := fs.VPID(pid)
+	if err != nil {
+		return Membership{}, err
+	}
+	return Membership{ContainerID: cid, VPID: vpid}, nil
+}
+
+// VPID reads the pid of pid in its innermost pid namespace (status NSpid).
+func (fs *FS) VPID(pid int) (int, error) {
 	status, err := os.ReadFile(fs.path(pid, "status"))
 	if err != nil {
-		return Membership{}, wrapOS("read status", pid, err)
+		return 0, wrapOS("read status", pid, err)
 	}
-	return Membership{ContainerID: cid, VPID: innermostPid(status, pid)}, nil
+	return innermostPid(status, pid), nil
 }
 
 // ContainerID reads the container id of pid from its cgroup ("" for none).

@@ -1,8 +1,6 @@
 package processctxprocessor
 
 import (
-	"os"
-	"strconv"
 	"sync"
 	"time"
 
@@ -169,23 +167,18 @@ func (r *resolver) hostPidIn(cid string, vpid int, now time.Time) (int, bool) {
 
 func scanContainers(fs *procmem.FS) map[containerPid]int {
 	hosts := map[containerPid]int{}
-	dir, err := os.Open(fs.ProcDir())
+	var lister procmem.PidLister
+	entries, err := lister.List(fs)
 	if err != nil {
 		return hosts
 	}
-	defer dir.Close()
-	names, _ := dir.Readdirnames(-1)
-	for _, name := range names {
-		pid, err := strconv.Atoi(name)
-		if err != nil {
-			continue
-		}
-		cid, err := fs.ContainerID(pid)
+	for _, ent := range entries {
+		cid, err := fs.ContainerID(ent.Pid)
 		if err != nil || cid == "" {
 			continue
 		}
-		if m, err := fs.Membership(pid); err == nil && m.ContainerID == cid {
-			hosts[containerPid{cid, m.VPID}] = pid
+		if vpid, err := fs.VPID(ent.Pid); err == nil {
+			hosts[containerPid{cid, vpid}] = ent.Pid
 		}
 	}
 	return hosts

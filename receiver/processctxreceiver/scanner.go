@@ -70,7 +70,7 @@ type scanner struct {
 	exited     []exitedKey // registry entries to forget, oldest first
 	lastWarn   time.Time
 	candidates []int
-	listing    procListing
+	pids       procmem.PidLister
 }
 
 func newScanner(cfg *Config, fs *procmem.FS, reg *registry.Registry, logger *zap.Logger) (*scanner, error) {
@@ -102,7 +102,7 @@ type scanResult struct {
 func (s *scanner) scan(ctx context.Context, now time.Time) (scanResult, error) {
 	var res scanResult
 	clear(s.outcomes)
-	entries, err := s.listing.list(s.reader.FS().ProcDir())
+	entries, err := s.pids.List(s.reader.FS())
 	if err != nil {
 		return res, err
 	}
@@ -113,9 +113,9 @@ func (s *scanner) scan(ctx context.Context, now time.Time) (scanResult, error) {
 			return res, err
 		}
 		res.scanned++
-		pid := ent.pid
+		pid := ent.Pid
 		p := s.tracked[pid]
-		if p == nil || p.ino != ent.ino || ent.ino == 0 {
+		if p == nil || p.ino != ent.Ino || ent.Ino == 0 {
 			// A new /proc entry: a new process, or only a new inode for the
 			// same one (procfs may drop and re-create it). The start time
 			// tells.
@@ -130,12 +130,12 @@ func (s *scanner) scan(ctx context.Context, now time.Time) (scanResult, error) {
 				p = nil
 			}
 			if p == nil {
-				p = &process{start: start, ino: ent.ino, gen: s.gen}
+				p = &process{start: start, ino: ent.Ino, gen: s.gen}
 				s.tracked[pid] = p
 				s.discover(pid, p, now)
 				continue
 			}
-			p.ino = ent.ino
+			p.ino = ent.Ino
 		}
 		p.gen = s.gen
 		if p.publisher {

@@ -1,4 +1,4 @@
-package processctxreceiver
+package procmem
 
 import (
 	"encoding/binary"
@@ -8,24 +8,29 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// procEntry is a pid directory of the procfs and its inode number.
-type procEntry struct {
-	pid int
-	ino uint64
+// PidEntry is a pid directory of the procfs and its inode number. The
+// inode number changes when the pid names a new process (procfs gives every
+// new struct pid a new inode), so a caller that saw the same number before
+// knows it is the same process without reading its stat.
+type PidEntry struct {
+	Pid int
+	Ino uint64
 }
 
-// procListing lists the pid directories of a procfs with getdents64, which
+// PidLister lists the pid directories of a procfs with getdents64, which
 // gives each entry's inode number beside its name (os.ReadDir does not).
-// Buffers are reused from scan to scan.
-type procListing struct {
+// Its buffers are reused from call to call; it is not safe for concurrent
+// use.
+type PidLister struct {
 	buf     []byte
-	entries []procEntry
+	entries []PidEntry
 }
 
 const listingBufferSize = 64 << 10
 
-// list returns the pid entries of procDir, valid until the next call.
-func (l *procListing) list(procDir string) ([]procEntry, error) {
+// List returns the pid entries of fs, valid until the next call.
+func (l *PidLister) List(fs *FS) ([]PidEntry, error) {
+	procDir := fs.ProcDir()
 	fd, err := unix.Open(procDir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("list processes in %s: %w", procDir, err)
@@ -52,7 +57,7 @@ func (l *procListing) list(procDir string) ([]procEntry, error) {
 
 // appendPidEntries parses linux_dirent64 records (u64 ino, s64 off, u16
 // reclen, u8 type, NUL-terminated name) and appends those named by a pid.
-func appendPidEntries(entries []procEntry, buf []byte) []procEntry {
+func appendPidEntries(entries []PidEntry, buf []byte) []PidEntry {
 	const header = 19 // offset of d_name
 	for len(buf) >= header {
 		reclen := int(binary.NativeEndian.Uint16(buf[16:18]))
@@ -60,8 +65,8 @@ func appendPidEntries(entries []procEntry, buf []byte) []procEntry {
 			return entries // malformed: stop rather than misread
 		}
 		name := buf[header:reclen]
-		if pid, ok := parsePid(name); ok {
-			entries = append(entries, procEntry{pid: pid, ino: binary.NativeEndian.Uint64(buf[0:8])})
+		if pid, ok := parsePidName(name); ok {
+			entries = append(entries, PidEntry{Pid: pid, Ino: binary.NativeEndian.Uint64(buf[0:8])})
 		}
 		buf = buf[reclen:]
 	}
@@ -69,7 +74,7 @@ func appendPidEntries(entries []procEntry, buf []byte) []procEntry {
 }
 
 // parsePid parses a NUL-terminated decimal name; anything else is no pid.
-func parsePid(name []byte) (int, bool) {
+func parsePidName(name []byte) (int, bool) {
 	pid := 0
 	for i, c := range name {
 		if c == 0 {

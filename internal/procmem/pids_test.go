@@ -1,4 +1,4 @@
-package processctxreceiver
+package procmem
 
 import (
 	"encoding/binary"
@@ -28,22 +28,24 @@ func TestAppendPidEntries(t *testing.T) {
 		buf = append(buf, dirent(d.ino, d.name)...)
 	}
 	got := appendPidEntries(nil, buf)
-	assert.Equal(t, []procEntry{{1, 40}, {4242, 41}, {99, 45}}, got)
+	assert.Equal(t, []PidEntry{{1, 40}, {4242, 41}, {99, 45}}, got)
 
 	// A truncated or corrupt record stops the parse instead of misreading.
-	assert.Equal(t, []procEntry{{1, 40}}, appendPidEntries(nil, append(dirent(40, "1"), 1, 2, 3)))
+	assert.Equal(t, []PidEntry{{1, 40}}, appendPidEntries(nil, append(dirent(40, "1"), 1, 2, 3)))
 	bad := dirent(40, "1")
 	binary.NativeEndian.PutUint16(bad[16:], 1000)
 	assert.Empty(t, appendPidEntries(nil, bad))
 }
 
-func TestListingSeesProcesses(t *testing.T) {
-	var l procListing
-	entries, err := l.list("/proc")
+func TestPidListerSeesProcesses(t *testing.T) {
+	fs, err := NewFS("/")
+	require.NoError(t, err)
+	var l PidLister
+	entries, err := l.List(fs)
 	require.NoError(t, err)
 	byPid := map[int]uint64{}
 	for _, e := range entries {
-		byPid[e.pid] = e.ino
+		byPid[e.Pid] = e.Ino
 	}
 	require.Contains(t, byPid, os.Getpid())
 	assert.NotZero(t, byPid[os.Getpid()])
@@ -52,17 +54,17 @@ func TestListingSeesProcesses(t *testing.T) {
 	cmd := exec.Command("sleep", "30")
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	first := inoOf(t, &l, cmd.Process.Pid)
-	assert.Equal(t, first, inoOf(t, &l, cmd.Process.Pid))
+	first := inoOf(t, fs, &l, cmd.Process.Pid)
+	assert.Equal(t, first, inoOf(t, fs, &l, cmd.Process.Pid))
 }
 
-func inoOf(t *testing.T, l *procListing, pid int) uint64 {
+func inoOf(t *testing.T, fs *FS, l *PidLister, pid int) uint64 {
 	t.Helper()
-	entries, err := l.list("/proc")
+	entries, err := l.List(fs)
 	require.NoError(t, err)
 	for _, e := range entries {
-		if e.pid == pid {
-			return e.ino
+		if e.Pid == pid {
+			return e.Ino
 		}
 	}
 	t.Fatalf("pid %d not listed", pid)
