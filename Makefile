@@ -14,9 +14,9 @@ GO_SOURCES := $(shell find . -name '*.go' -not -path './_build/*') go.mod go.sum
 
 # package:target pairs of every Go fuzz target
 FUZZ_TARGETS := \
-	./internal/procmem:FuzzParseMapsLine \
-	./internal/procmem:FuzzParseHeader \
-	./internal/procmem:FuzzDecodePayload
+	./internal/otep:FuzzParseMapsLine \
+	./internal/otep:FuzzParseHeader \
+	./internal/otep:FuzzDecodePayload
 
 .PHONY: all build tools run test unit fuzz-smoke fuzz bench lint clean
 

@@ -1,42 +1,48 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
+	"io"
 	"os"
+	"strconv"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/processctx/otelcol-processctx/internal/procmem"
-	"github.com/processctx/otelcol-processctx/internal/publisher"
+	"github.com/processctx/otelcol-processctx/internal/otep"
 	"github.com/processctx/otelcol-processctx/internal/pubtest"
 )
 
 func TestMain(m *testing.M) { os.Exit(pubtest.Main(m)) }
 
-func TestScanListsPublishers(t *testing.T) {
-	goPub := pubtest.Start(t, pubtest.Go, pubtest.Options{})
-	goPub.Publish(publisher.EncodeStrings(map[string]string{"service.name": "dump-go"}))
-	cPub := pubtest.Start(t, pubtest.C, pubtest.Options{Separate: true})
-	cPub.Publish(publisher.EncodeStrings(map[string]string{"service.name": "dump-c"}))
-
-	fs, err := procmem.NewFS("/")
-	require.NoError(t, err)
-	reader, err := procmem.NewReader(fs, procmem.DefaultLimits())
-	require.NoError(t, err)
-	var out, errOut bytes.Buffer
-	seen := map[int]uint64{}
-	require.NoError(t, scan(&out, &errOut, reader, procmem.NewIdentityReader(fs), 0, seen, true))
-
+func decode(t *testing.T, out []byte) map[int]entry {
+	t.Helper()
 	found := map[int]entry{}
-	dec := json.NewDecoder(&out)
+	dec := json.NewDecoder(bytes.NewReader(out))
 	for dec.More() {
 		var e entry
 		require.NoError(t, dec.Decode(&e))
 		found[e.PID] = e
 	}
+	return found
+}
+
+func TestListsPublishers(t *testing.T) {
+	goPub := pubtest.Start(t, pubtest.Go, pubtest.Options{})
+	goPub.Publish(otep.EncodeStrings(map[string]string{"service.name": "dump-go"}))
+	cPub := pubtest.Start(t, pubtest.C, pubtest.Options{Separate: true})
+	cPub.Publish(otep.EncodeStrings(map[string]string{"service.name": "dump-c"}))
+
+	var out, errOut bytes.Buffer
+	require.NoError(t, run(context.Background(), []string{"-json"}, &out, &errOut))
+	found := decode(t, out.Bytes())
 	require.Contains(t, found, goPub.Pid)
 	require.Contains(t, found, cPub.Pid)
 	assert.Equal(t, "dump-go", found[goPub.Pid].Resource["service.name"])
@@ -44,12 +50,65 @@ func TestScanListsPublishers(t *testing.T) {
 	assert.Equal(t, "go-publisher", found[goPub.Pid].Executable)
 	assert.NotEmpty(t, found[cPub.Pid].CreationTime)
 
-	// Watch mode prints only what changed.
+	// The table, for people.
 	out.Reset()
-	goPub.Update(publisher.EncodeStrings(map[string]string{"service.name": "dump-go-2"}))
-	require.NoError(t, scan(&out, &errOut, reader, procmem.NewIdentityReader(fs), 0, seen, true))
+	require.NoError(t, run(context.Background(), []string{"-pid", strconv.Itoa(goPub.Pid)}, &out, &errOut))
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	require.Len(t, lines, 2, "%s", out.String())
+	assert.Regexp(t, `^PID\s+EXECUTABLE\s+SERVICE\s+CONTAINER`, lines[0])
+	assert.Regexp(t, `^`+strconv.Itoa(goPub.Pid)+`\s+go-publisher\s+dump-go\s+-`, lines[1])
+}
+
+// syncWriter lets the test read what run writes meanwhile.
+type syncWriter struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (w *syncWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.Write(p)
+}
+
+func (w *syncWriter) lines() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []string
+	sc := bufio.NewScanner(bytes.NewReader(w.buf.Bytes()))
+	for sc.Scan() {
+		out = append(out, sc.Text())
+	}
+	return out
+}
+
+func TestWatchPrintsChanges(t *testing.T) {
+	p := pubtest.Start(t, pubtest.Go, pubtest.Options{})
+	p.Publish(otep.EncodeStrings(map[string]string{"service.name": "watched"}))
+	ctx, cancel := context.WithCancel(context.Background())
+	var out syncWriter
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, []string{"-json", "-watch", "-pid", strconv.Itoa(p.Pid)}, &out, io.Discard) }()
+	require.Eventually(t, func() bool { return len(out.lines()) == 1 }, 10*time.Second, 10*time.Millisecond)
+
+	p.Update(otep.EncodeStrings(map[string]string{"service.name": "watched-2"}))
+	require.Eventually(t, func() bool { return len(out.lines()) == 2 }, 10*time.Second, 10*time.Millisecond)
 	var e entry
-	require.NoError(t, json.NewDecoder(&out).Decode(&e))
-	assert.Equal(t, goPub.Pid, e.PID)
-	assert.Equal(t, "dump-go-2", e.Resource["service.name"])
+	require.NoError(t, json.Unmarshal([]byte(out.lines()[1]), &e))
+	assert.Equal(t, "updated", e.Event)
+	assert.Equal(t, "watched-2", e.Resource["service.name"])
+
+	p.Exit()
+	require.Eventually(t, func() bool { return len(out.lines()) == 3 }, 10*time.Second, 10*time.Millisecond)
+	require.NoError(t, json.Unmarshal([]byte(out.lines()[2]), &e))
+	assert.Equal(t, "ended", e.Event)
+	cancel()
+	require.NoError(t, <-done)
+}
+
+func TestUnknownPid(t *testing.T) {
+	var out, errOut bytes.Buffer
+	require.NoError(t, run(context.Background(), []string{"-pid", strconv.Itoa(os.Getpid())}, &out, &errOut))
+	assert.Contains(t, out.String(), "No process publishes a context.")
+	assert.Contains(t, errOut.String(), "publishes no context (no_context)")
 }

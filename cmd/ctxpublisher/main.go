@@ -32,6 +32,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"golang.org/x/sys/unix"
 
+	"github.com/processctx/otelcol-processctx/internal/otep"
 	"github.com/processctx/otelcol-processctx/internal/publisher"
 )
 
@@ -86,7 +87,7 @@ func runDemo(opts publisher.Options, serviceName string, attrs []string, every t
 		if every > 0 {
 			res.PutInt("demo.generation", int64(generation))
 		}
-		return publisher.Encode(res, pcommon.NewMap())
+		return otep.Encode(res, pcommon.NewMap())
 	}
 	b, err := payload()
 	if err != nil {
@@ -267,7 +268,7 @@ func SpinPayload(n int) []byte {
 	res.PutStr("seq", seq)
 	res.PutStr("filler", strings.Repeat(string(rune('a'+n%26)), n%300))
 	res.PutStr("check", seq)
-	b, err := publisher.Encode(res, pcommon.NewMap())
+	b, err := otep.Encode(res, pcommon.NewMap())
 	if err != nil {
 		panic(err)
 	}

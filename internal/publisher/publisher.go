@@ -17,17 +17,12 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/processctx/otelcol-processctx/internal/otep"
 )
 
 const (
-	headerSize        = 32
-	signature         = "OTEL_CTX"
-	version           = 2
-	offsetVersion     = 8
-	offsetPayloadSize = 12
-	offsetPublishedAt = 16
-	offsetPayloadAddr = 24
-
+	headerSize = otep.HeaderSize
 	// minInlineCapacity leaves room for updates to grow in place.
 	minInlineCapacity = 8 << 10
 )
@@ -70,7 +65,7 @@ type Publication struct {
 var ErrUnpublished = errors.New("context is not published")
 
 // Publish creates the context mapping and publishes payload (an encoded
-// ProcessContext, see Encode).
+// ProcessContext, see otep.Encode).
 func Publish(payload []byte, opts Options) (*Publication, error) {
 	if len(payload) == 0 {
 		return nil, errors.New("publish: empty payload")
@@ -89,8 +84,8 @@ func Publish(payload []byte, opts Options) (*Publication, error) {
 		return nil, fmt.Errorf("publish: madvise: %w", err)
 	}
 	p := &Publication{opts: opts, mapping: mapping}
-	copy(mapping[:8], signature)
-	binary.LittleEndian.PutUint32(mapping[offsetVersion:], version)
+	copy(mapping[:8], otep.Signature)
+	binary.LittleEndian.PutUint32(mapping[otep.OffsetVersion:], otep.Version)
 	p.placePayload(payload)
 	p.storeTimestamp(nextTimestamp(0))
 	p.name()
@@ -99,9 +94,9 @@ func Publish(payload []byte, opts Options) (*Publication, error) {
 
 func createMapping(size int, anonymous bool) ([]byte, error) {
 	if !anonymous {
-		fd, err := unix.MemfdCreate("OTEL_CTX", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING|unix.MFD_NOEXEC_SEAL)
+		fd, err := unix.MemfdCreate(otep.Signature, unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING|unix.MFD_NOEXEC_SEAL)
 		if errors.Is(err, unix.EINVAL) { // kernels before 6.3 lack MFD_NOEXEC_SEAL
-			fd, err = unix.MemfdCreate("OTEL_CTX", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
+			fd, err = unix.MemfdCreate(otep.Signature, unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
 		}
 		if err == nil {
 			defer func() { _ = unix.Close(fd) }()
@@ -197,9 +192,9 @@ func (p *Publication) OverwriteHeader(h RawHeader) error {
 	}
 	p.storeTimestamp(0)
 	copy(p.mapping[:8], h.Signature[:])
-	binary.LittleEndian.PutUint32(p.mapping[offsetVersion:], h.Version)
-	binary.LittleEndian.PutUint32(p.mapping[offsetPayloadSize:], h.PayloadSize)
-	binary.LittleEndian.PutUint64(p.mapping[offsetPayloadAddr:], h.PayloadAddress)
+	binary.LittleEndian.PutUint32(p.mapping[otep.OffsetVersion:], h.Version)
+	binary.LittleEndian.PutUint32(p.mapping[otep.OffsetPayloadSize:], h.PayloadSize)
+	binary.LittleEndian.PutUint64(p.mapping[otep.OffsetPayloadAddress:], h.PayloadAddress)
 	p.storeTimestamp(h.PublishedAt)
 	return nil
 }
@@ -223,12 +218,12 @@ func (p *Publication) placePayload(payload []byte) {
 		p.payloads[0] = buf
 		addr = uintptr(unsafe.Pointer(&buf[0]))
 	}
-	binary.LittleEndian.PutUint32(p.mapping[offsetPayloadSize:], uint32(len(payload)))
-	binary.LittleEndian.PutUint64(p.mapping[offsetPayloadAddr:], uint64(addr))
+	binary.LittleEndian.PutUint32(p.mapping[otep.OffsetPayloadSize:], uint32(len(payload)))
+	binary.LittleEndian.PutUint64(p.mapping[otep.OffsetPayloadAddress:], uint64(addr))
 }
 
 func (p *Publication) timestamp() *atomic.Uint64 {
-	return (*atomic.Uint64)(unsafe.Pointer(&p.mapping[offsetPublishedAt]))
+	return (*atomic.Uint64)(unsafe.Pointer(&p.mapping[otep.OffsetPublishedAt]))
 }
 
 // storeTimestamp is a sequentially consistent store: every write before it
@@ -238,7 +233,7 @@ func (p *Publication) storeTimestamp(ts uint64) { p.timestamp().Store(ts) }
 // name attempts PR_SET_VMA_ANON_NAME; kernels without CONFIG_ANON_VMA_NAME
 // refuse it and the memfd name stays visible instead.
 func (p *Publication) name() {
-	label := []byte("OTEL_CTX\x00")
+	label := []byte(otep.Signature + "\x00")
 	_ = unix.Prctl(unix.PR_SET_VMA, unix.PR_SET_VMA_ANON_NAME,
 		uintptr(unsafe.Pointer(&p.mapping[0])), uintptr(len(p.mapping)),
 		uintptr(unsafe.Pointer(&label[0])))

@@ -2,7 +2,6 @@ package publisher
 
 import (
 	"encoding/binary"
-	"encoding/hex"
 	"fmt"
 	"os"
 	"strings"
@@ -11,21 +10,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.opentelemetry.io/collector/pdata/pcommon"
+
+	"github.com/processctx/otelcol-processctx/internal/otep"
 )
-
-// SPEC.md's payload test vector.
-const specPayload = "0a1e0a1c0a0c736572766963652e6e616d65120c0a0a6d792d73657276696365122e0a1a7468726561646c6f63616c2e736368656d615f76657273696f6e12100a0e746c73646573635f76315f646576"
-
-func TestEncodeSpecVector(t *testing.T) {
-	res := pcommon.NewMap()
-	res.PutStr("service.name", "my-service")
-	attrs := pcommon.NewMap()
-	attrs.PutStr("threadlocal.schema_version", "tlsdesc_v1_dev")
-	b, err := Encode(res, attrs)
-	require.NoError(t, err)
-	assert.Equal(t, specPayload, hex.EncodeToString(b))
-}
 
 // payloadAt returns the payload bytes the header points to, found among the
 // publication's own buffers (the pointer must be one of them).
@@ -59,7 +46,7 @@ func mapsLine(t *testing.T, addr uintptr) string {
 func TestPublishUpdateUnpublish(t *testing.T) {
 	for _, placement := range []Placement{Inline, Separate} {
 		t.Run(fmt.Sprint(placement), func(t *testing.T) {
-			payload := EncodeStrings(map[string]string{"service.name": "a"})
+			payload := otep.EncodeStrings(map[string]string{"service.name": "a"})
 			p, err := Publish(payload, Options{Placement: placement})
 			require.NoError(t, err)
 
@@ -82,7 +69,7 @@ func TestPublishUpdateUnpublish(t *testing.T) {
 
 			// Update in place: same address, larger timestamp, new payload.
 			addr := p.Addr()
-			bigger := EncodeStrings(map[string]string{"service.name": strings.Repeat("b", 20000)})
+			bigger := otep.EncodeStrings(map[string]string{"service.name": strings.Repeat("b", 20000)})
 			require.NoError(t, p.Update(bigger))
 			assert.Equal(t, addr, p.Addr())
 			assert.Greater(t, p.PublishedAt(), ts)

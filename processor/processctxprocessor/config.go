@@ -7,15 +7,19 @@ import (
 	"slices"
 	"time"
 
-	"github.com/processctx/otelcol-processctx/internal/procmem"
+	"github.com/processctx/otelcol-processctx/internal/otep"
+	"github.com/processctx/otelcol-processctx/internal/tracker"
 )
 
 // Defaults of the configuration (README.md explains each choice).
 const (
-	defaultTTL         = 10 * time.Second
-	defaultNegativeTTL = 5 * time.Second
-	defaultGracePeriod = 2 * time.Minute
-	defaultMaxEntries  = 4096
+	defaultTTL           = 10 * time.Second
+	defaultNegativeTTL   = 5 * time.Second
+	defaultGracePeriod   = 2 * time.Minute
+	defaultMaxEntries    = 4096
+	defaultLookupTimeout = 50 * time.Millisecond
+	// maxLookupTimeout bounds how long a batch may be held.
+	maxLookupTimeout = 5 * time.Second
 	// maxMaxEntries keeps a typo from turning the cache into a memory leak:
 	// a host runs at most a few hundred thousand processes.
 	maxMaxEntries = 1 << 20
@@ -39,8 +43,15 @@ type Config struct {
 	Include []string `mapstructure:"include"`
 	// Exclude lists published keys never added.
 	Exclude []string `mapstructure:"exclude"`
-	// Cache bounds and times the pid → context cache.
+	// Cache times what the processor's tracker knows of processes.
 	Cache CacheConfig `mapstructure:"cache"`
+	// LookupTimeout is the longest a batch waits for the reads of pids the
+	// tracker does not know yet; what is not read by then passes through
+	// unenriched (and is enriched from the next batch on).
+	LookupTimeout time.Duration `mapstructure:"lookup_timeout"`
+	// ReadTimeout is the deadline of the reads of one process: a process
+	// whose reads do not return in time is quarantined.
+	ReadTimeout time.Duration `mapstructure:"read_timeout"`
 	// MaxPayloadSize caps the payload (bytes) a publisher may declare.
 	MaxPayloadSize uint32 `mapstructure:"max_payload_size"`
 	// UnqualifiedPids says how to treat a pid that comes without a
@@ -57,19 +68,20 @@ const (
 	UnqualifiedHost   = "host"
 )
 
-// CacheConfig configures the pid → context cache.
+// CacheConfig times what the processor's tracker knows of processes.
 type CacheConfig struct {
-	// TTL is how long a cached context is used without looking at the
-	// process; after it the entry is re-validated with the start time and
-	// the header's change key (two small reads).
+	// TTL is how long a context is used before it is checked again (the
+	// scan interval of the processor's own tracker: a timestamp read per
+	// publisher).
 	TTL time.Duration `mapstructure:"ttl"`
-	// NegativeTTL is how long a pid without a context (or that could not be
-	// read) is remembered, so that a busy pid costs no maps scan per batch.
+	// NegativeTTL is how long a pid without a context is taken to have none
+	// before telemetry naming it makes its maps be read again.
 	NegativeTTL time.Duration `mapstructure:"negative_ttl"`
 	// GracePeriod is how long the context of an exited (or unpublished)
 	// process keeps enriching late telemetry.
 	GracePeriod time.Duration `mapstructure:"grace_period"`
-	// MaxEntries bounds the cached pids; the least recently used go first.
+	// MaxEntries is no longer used: the tracker knows every process of the
+	// host, a few dozen bytes each. Kept so that configurations still load.
 	MaxEntries int `mapstructure:"max_entries"`
 }
 
@@ -83,8 +95,10 @@ func createDefaultConfig() *Config {
 			GracePeriod: defaultGracePeriod,
 			MaxEntries:  defaultMaxEntries,
 		},
-		MaxPayloadSize:  procmem.DefaultLimits().MaxPayloadSize,
+		MaxPayloadSize:  otep.DefaultLimits().MaxPayloadSize,
 		UnqualifiedPids: UnqualifiedVerify,
+		LookupTimeout:   defaultLookupTimeout,
+		ReadTimeout:     tracker.DefaultConfig().ReadTimeout,
 	}
 }
 
@@ -120,6 +134,12 @@ func (c *Config) Validate() error {
 	if c.Cache.MaxEntries <= 0 || c.Cache.MaxEntries > maxMaxEntries {
 		errs = append(errs, fmt.Errorf("cache.max_entries must be between 1 and %d, got %d", maxMaxEntries, c.Cache.MaxEntries))
 	}
+	if c.LookupTimeout <= 0 || c.LookupTimeout > maxLookupTimeout {
+		errs = append(errs, fmt.Errorf("lookup_timeout must be positive and at most %s, got %s", maxLookupTimeout, c.LookupTimeout))
+	}
+	if c.ReadTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("read_timeout must be positive, got %s", c.ReadTimeout))
+	}
 	if c.UnqualifiedPids != UnqualifiedVerify && c.UnqualifiedPids != UnqualifiedHost {
 		errs = append(errs, fmt.Errorf("unqualified_pids must be %q or %q, got %q", UnqualifiedVerify, UnqualifiedHost, c.UnqualifiedPids))
 	}
@@ -144,8 +164,18 @@ func checkKeys(name string, keys []string) []error {
 	return errs
 }
 
-func (c *Config) limits() procmem.Limits {
-	l := procmem.DefaultLimits()
+func (c *Config) limits() otep.Limits {
+	l := otep.DefaultLimits()
 	l.MaxPayloadSize = c.MaxPayloadSize
 	return l
+}
+
+// trackerConfig is the schedule of the processor's own tracker.
+func (c *Config) trackerConfig() tracker.Config {
+	tc := tracker.DefaultConfig()
+	tc.ScanInterval = c.Cache.TTL
+	tc.HintInterval = c.Cache.NegativeTTL
+	tc.Retention = c.Cache.GracePeriod
+	tc.ReadTimeout = c.ReadTimeout
+	return tc
 }

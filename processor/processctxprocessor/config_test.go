@@ -42,6 +42,8 @@ func TestLoadConfig(t *testing.T) {
 				},
 				MaxPayloadSize:  32768,
 				UnqualifiedPids: UnqualifiedHost,
+				LookupTimeout:   20 * time.Millisecond,
+				ReadTimeout:     250 * time.Millisecond,
 			},
 		},
 		{name: "invalid_root", wantErr: `root_path must be an absolute path, got "hostfs"`},
@@ -55,6 +57,8 @@ func TestLoadConfig(t *testing.T) {
 		{name: "invalid_grace_period", wantErr: "cache.grace_period must not be negative, got -1m0s"},
 		{name: "invalid_max_entries", wantErr: "cache.max_entries must be between 1 and 1048576, got 0"},
 		{name: "invalid_payload", wantErr: "max_payload_size: max payload size must be positive"},
+		{name: "invalid_lookup_timeout", wantErr: "lookup_timeout must be positive and at most 5s, got 1m0s"},
+		{name: "invalid_read_timeout", wantErr: "read_timeout must be positive, got 0s"},
 		{name: "unknown_field", unmarshalErr: "pid_attribute"},
 	}
 	for _, tt := range tests {

@@ -2,7 +2,6 @@ package processctxprocessor
 
 import (
 	"context"
-	"reflect"
 	"sync"
 
 	"go.opentelemetry.io/collector/component"
@@ -21,8 +20,9 @@ func NewFactory() xprocessor.Factory {
 	return newFactory().xFactory()
 }
 
-// factory shares one core (cache, reader, registry reference) among the
-// instances of one component ID: the collector creates one per pipeline.
+// factory shares one core (configuration, tracker) among the instances of
+// one component ID: the collector creates one per pipeline, all with the
+// same configuration.
 type factory struct {
 	mu    sync.Mutex
 	cores map[component.ID]*sharedCore
@@ -49,39 +49,40 @@ func (f *factory) xFactory() xprocessor.Factory {
 }
 
 // acquire returns the core of id and the function releasing it; the last
-// release stops the core.
-func (f *factory) acquire(set processor.Settings, cfg *Config) (*core, func()) {
+// release stops the core. Instances of one ID share a core when they come
+// with the same configuration (the collector passes one *Config per
+// component ID).
+func (f *factory) acquire(set processor.Settings, cfg *Config) (*core, func(context.Context) error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	sc, ok := f.cores[set.ID]
-	if !ok || !reflect.DeepEqual(sc.core.cfg, cfg) {
+	if !ok || sc.core.cfg != cfg {
 		c := newCore(cfg)
 		if ok {
-			// Same ID, different configuration (not the case within one
-			// collector configuration): do not share.
-			return c, func() { c.stop(set.Logger) }
+			return c, c.stop // another configuration under the same ID: not shared
 		}
 		sc = &sharedCore{core: c}
 		f.cores[set.ID] = sc
 	}
 	sc.refs++
-	return sc.core, func() {
+	return sc.core, func(ctx context.Context) error {
 		f.mu.Lock()
 		defer f.mu.Unlock()
-		if sc.refs--; sc.refs == 0 {
-			sc.core.stop(set.Logger)
-			if f.cores[set.ID] == sc {
-				delete(f.cores, set.ID)
-			}
+		if sc.refs--; sc.refs > 0 {
+			return nil
 		}
+		if f.cores[set.ID] == sc {
+			delete(f.cores, set.ID)
+		}
+		return sc.core.stop(ctx)
 	}
 }
 
 func (f *factory) newInstance(set processor.Settings, cfg component.Config, signal string) (*instance, error) {
 	c, release := f.acquire(set, cfg.(*Config))
-	p, err := newInstance(c, set.TelemetrySettings, signal, release)
+	p, err := newInstance(c, set, signal, release)
 	if err != nil {
-		release()
+		_ = release(context.Background())
 		return nil, err
 	}
 	return p, nil

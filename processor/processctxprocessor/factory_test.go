@@ -82,12 +82,12 @@ func TestFactorySharesOneCorePerID(t *testing.T) {
 	for _, c := range []component.Component{logs, profiles, otherLogs} {
 		require.NoError(t, c.Start(ctx, componenttest.NewNopHost()))
 	}
-	res := shared.res.Load()
-	require.NotNil(t, res)
+	st := shared.state.Load()
+	require.NotNil(t, st)
 	require.NoError(t, logs.Shutdown(ctx))
-	assert.Same(t, res, shared.res.Load(), "still used by the profiles pipeline")
+	assert.Same(t, st, shared.state.Load(), "still used by the profiles pipeline")
 	require.NoError(t, profiles.Shutdown(ctx))
-	assert.Nil(t, shared.res.Load(), "stopped with its last pipeline")
+	assert.Nil(t, shared.state.Load(), "stopped with its last pipeline")
 	require.NoError(t, otherLogs.Shutdown(ctx))
 	assert.Empty(t, f.cores)
 
@@ -97,8 +97,8 @@ func TestFactorySharesOneCorePerID(t *testing.T) {
 	changed.Override = true
 	b, releaseB := f.acquire(set, changed)
 	assert.NotSame(t, a, b)
-	releaseB()
-	releaseA()
+	require.NoError(t, releaseB(ctx))
+	require.NoError(t, releaseA(ctx))
 	assert.Empty(t, f.cores)
 }
 

@@ -41,7 +41,7 @@ func (f keyFilter) keep(k string) bool {
 }
 
 // apply returns a copy of the kept attributes of src. It runs once per
-// context read, so that enrichment copies attributes without filtering.
+// publication, so that enrichment copies attributes without filtering.
 func (f keyFilter) apply(src pcommon.Map) pcommon.Map {
 	dst := pcommon.NewMap()
 	dst.EnsureCapacity(src.Len())

@@ -3,7 +3,6 @@ package processctxprocessor
 import (
 	"context"
 	"os"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,41 +21,23 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
-	"github.com/processctx/otelcol-processctx/internal/procmem"
-	"github.com/processctx/otelcol-processctx/internal/publisher"
+	"github.com/processctx/otelcol-processctx/internal/otep"
+	"github.com/processctx/otelcol-processctx/internal/procfs"
 	"github.com/processctx/otelcol-processctx/internal/pubtest"
+	"github.com/processctx/otelcol-processctx/internal/reader"
+	"github.com/processctx/otelcol-processctx/internal/tracker"
+	"github.com/processctx/otelcol-processctx/internal/tracker/trackertest"
 	"github.com/processctx/otelcol-processctx/processor/processctxprocessor/internal/metadata"
 )
 
 func TestMain(m *testing.M) { os.Exit(pubtest.Main(m)) }
 
-// fakeClock drives the cache's notion of time: TTLs and grace periods are
-// tested without sleeping.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newFakeClock() *fakeClock { return &fakeClock{now: time.Unix(1_800_000_000, 0)} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
-
 // harness is the processor of every signal, created through the factory
-// (so that they share one core) with sinks behind them.
+// (so that they share one core) with sinks behind them, over a tracker of
+// the real host or of a fake one.
 type harness struct {
 	t        testing.TB
 	core     *core
-	clock    *fakeClock
 	tel      *componenttest.Telemetry
 	logObs   *observer.ObservedLogs
 	logs     processor.Logs
@@ -64,8 +45,13 @@ type harness struct {
 	traces   processor.Traces
 	profiles xprocessor.Profiles
 	// direct is a logs instance on the same core, called without a sink
-	// (for concurrent callers).
+	// (benchmarks, concurrent callers).
 	direct *instance
+
+	tracker *tracker.Tracker
+	reader  *reader.Reader     // the real host's, nil for a fake host
+	host    *trackertest.Host  // the fake host, nil for the real one
+	clock   *trackertest.Clock // the fake host's clock
 
 	logsSink     *consumertest.LogsSink
 	metricsSink  *consumertest.MetricsSink
@@ -73,28 +59,74 @@ type harness struct {
 	profilesSink *consumertest.ProfilesSink
 }
 
+// testConfig waits as long as it may for the reads of new pids: tests with
+// real processes must not depend on the machine's speed.
 func testConfig() *Config {
-	return createDefaultConfig()
+	cfg := createDefaultConfig()
+	cfg.LookupTimeout = maxLookupTimeout
+	return cfg
 }
 
+// newHarness runs the processor over a tracker of this host.
 func newHarness(t testing.TB, cfg *Config) *harness {
 	t.Helper()
+	h := &harness{t: t}
+	h.build(cfg, func(ctx context.Context, logger *zap.Logger) (source, func(context.Context) error, error) {
+		fs, err := procfs.NewFS(cfg.RootPath)
+		if err != nil {
+			return nil, nil, err
+		}
+		host, err := tracker.NewHost(fs, cfg.limits())
+		if err != nil {
+			return nil, nil, err
+		}
+		tr, err := tracker.New(host, cfg.trackerConfig(), logger)
+		if err != nil {
+			return nil, nil, err
+		}
+		tr.Start()
+		h.tracker, h.reader = tr, tracker.ReaderOf(host)
+		return tr, tr.Stop, nil
+	})
+	return h
+}
+
+// newFakeHarness runs the processor over a tracker of host, on a fake
+// clock; the tracker scans when the test calls rescan.
+func newFakeHarness(t testing.TB, cfg *Config, host *trackertest.Host) *harness {
+	t.Helper()
+	h := &harness{t: t, host: host, clock: trackertest.NewClock()}
+	h.build(cfg, func(ctx context.Context, logger *zap.Logger) (source, func(context.Context) error, error) {
+		tc := cfg.trackerConfig()
+		tc.ScanInterval = time.Hour
+		tr, err := tracker.New(host, tc, logger, tracker.WithClock(h.clock.Now))
+		if err != nil {
+			return nil, nil, err
+		}
+		tr.Start()
+		h.tracker = tr
+		t.Cleanup(host.Unblock) // before the tracker stops: stuck readers exit
+		return tr, tr.Stop, nil
+	})
+	h.rescan()
+	return h
+}
+
+func (h *harness) build(cfg *Config, open func(context.Context, *zap.Logger) (source, func(context.Context) error, error)) {
+	t := h.t
+	t.Helper()
 	require.NoError(t, cfg.Validate())
-	h := &harness{
-		t:            t,
-		clock:        newFakeClock(),
-		tel:          componenttest.NewTelemetry(),
-		logsSink:     new(consumertest.LogsSink),
-		metricsSink:  new(consumertest.MetricsSink),
-		tracesSink:   new(consumertest.TracesSink),
-		profilesSink: new(consumertest.ProfilesSink),
-	}
+	h.tel = componenttest.NewTelemetry()
+	h.logsSink = new(consumertest.LogsSink)
+	h.metricsSink = new(consumertest.MetricsSink)
+	h.tracesSink = new(consumertest.TracesSink)
+	h.profilesSink = new(consumertest.ProfilesSink)
 	t.Cleanup(func() { _ = h.tel.Shutdown(context.Background()) })
-	core, obs := observer.New(zap.InfoLevel)
+	logCore, obs := observer.New(zap.InfoLevel)
 	h.logObs = obs
 	set := processortest.NewNopSettings(metadata.Type)
 	set.TelemetrySettings = h.tel.NewTelemetrySettings()
-	set.Logger = zap.New(core)
+	set.Logger = zap.New(logCore)
 
 	f := newFactory()
 	xf := f.xFactory()
@@ -112,8 +144,8 @@ func newHarness(t testing.TB, cfg *Config) *harness {
 	f.mu.Lock()
 	h.core = f.cores[set.ID].core
 	f.mu.Unlock()
-	h.core.now = h.clock.Now
-	h.direct, err = newInstance(h.core, set.TelemetrySettings, metadata.SignalLogs, func() {})
+	h.core.open = open
+	h.direct, err = newInstance(h.core, set, metadata.SignalLogs, func(context.Context) error { return nil })
 	require.NoError(t, err)
 
 	host := componenttest.NewNopHost()
@@ -125,21 +157,25 @@ func newHarness(t testing.TB, cfg *Config) *harness {
 			require.NoError(t, c.Shutdown(ctx))
 		}
 	})
-	return h
 }
 
-func (h *harness) resolver() *resolver { return h.core.res.Load() }
+// rescan waits for a scan of the (fake) host that starts now.
+func (h *harness) rescan() {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	require.NoError(h.t, h.tracker.Rescan(ctx))
+}
 
-// ioCounts is every read the processor made of /proc: stat files, maps
-// files and memory reads.
+// ioCounts is every read the processor's tracker made of /proc: maps files
+// and memory reads.
 type ioCounts struct {
-	Stats, Maps, Memory uint64
+	Maps, Memory uint64
 }
 
 func (h *harness) io() ioCounts {
-	r := h.resolver()
-	s := r.reader.Stats()
-	return ioCounts{Stats: r.statReads.Load(), Maps: s.MapsFiles, Memory: s.MemoryReads}
+	s := h.reader.Stats()
+	return ioCounts{Maps: s.MapsFiles, Memory: s.MemoryReads}
 }
 
 func (h *harness) consumeLogs(ld plog.Logs) plog.Logs {
@@ -216,7 +252,7 @@ func (p *publishing) publish(t testing.TB, res map[string]any) {
 	t.Helper()
 	m := pcommon.NewMap()
 	require.NoError(t, m.FromRaw(res))
-	payload, err := publisher.Encode(m, threadlocal())
+	payload, err := otep.Encode(m, threadlocal())
 	require.NoError(t, err)
 	p.resource = res
 	p.Publish(payload)
@@ -226,7 +262,7 @@ func (p *publishing) update(t testing.TB, res map[string]any) {
 	t.Helper()
 	m := pcommon.NewMap()
 	require.NoError(t, m.FromRaw(res))
-	payload, err := publisher.Encode(m, threadlocal())
+	payload, err := otep.Encode(m, threadlocal())
 	require.NoError(t, err)
 	p.resource = res
 	p.Update(payload)
@@ -260,7 +296,7 @@ func withAttrs(base map[string]any, extra map[string]any) map[string]any {
 // almost never in use; checked).
 func unusedPID(t testing.TB) int {
 	t.Helper()
-	fs, err := procmem.NewFS("/")
+	fs, err := procfs.NewFS("/")
 	require.NoError(t, err)
 	for pid := maxPID; pid > maxPID-1000; pid-- {
 		if _, err := fs.StartTime(pid); err != nil {

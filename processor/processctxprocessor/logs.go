@@ -2,35 +2,57 @@ package processctxprocessor
 
 import (
 	"context"
+	"unsafe"
 
+	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 )
 
 // processLogs enriches each resource by its pid, or regroups its records by
 // their pids.
 func (p *instance) processLogs(ctx context.Context, ld plog.Logs) (plog.Logs, error) {
-	b := p.newBatch()
+	b := p.core.newBatch()
 	if b == nil {
 		return ld, nil
 	}
-	defer b.finish(ctx)
+	defer b.finish(ctx, p.tel)
 	rls := ld.ResourceLogs()
+	var emptied marks
 	n := rls.Len() // resources appended by regrouping are complete already
 	for i := range n {
-		rl := rls.At(i)
-		attrs := rl.Resource().Attributes()
-		if pid, ok := p.core.pidOf(attrs); ok {
-			b.enrichResource(attrs, pid, logRecordCount(rl))
-			continue
-		}
-		if b.splitLogs(rls, rl) {
-			b.emptiedResources.set(i)
+		if !p.logsResource(b, rls, i, &emptied) {
+			b.deferred = append(b.deferred, i)
 		}
 	}
-	if len(b.emptiedResources) > 0 {
-		rls.RemoveIf(removeMarked[plog.ResourceLogs](b.emptiedResources))
+	if b.wait(ctx) {
+		for _, i := range b.deferred {
+			p.logsResource(b, rls, i, &emptied)
+		}
+	}
+	if len(emptied) > 0 {
+		rls.RemoveIf(removeMarked[plog.ResourceLogs](emptied))
 	}
 	return ld, nil
+}
+
+// logsResource enriches or regroups resource i; false: it names a pid
+// being read.
+func (p *instance) logsResource(b *batch, rls plog.ResourceLogsSlice, i int, emptied *marks) bool {
+	rl := rls.At(i)
+	attrs := rl.Resource().Attributes()
+	facts := p.core.factsOf(attrs)
+	if facts.pid != 0 {
+		return b.enrichResource(attrs, &facts, logRecordCount(rl))
+	}
+	if !p.regroup {
+		return true
+	}
+	t := logsTree{c: p.core, rls: rls, rl: rl, scopes: rl.ScopeLogs(), cur: -1}
+	deferred, all := b.regroupResource(attrs, &t)
+	if all {
+		emptied.set(i)
+	}
+	return !deferred
 }
 
 func logRecordCount(rl plog.ResourceLogs) int {
@@ -42,88 +64,57 @@ func logRecordCount(rl plog.ResourceLogs) int {
 	return n
 }
 
-// splitLogs looks at the pids of the records of a resource without one. When
-// they all belong to one process the resource is enriched in place;
-// otherwise each process's records move to a new resource (the original
-// resource's attributes plus the context) with copies of their scopes, and
-// records without a context stay. It reports whether rl lost every record.
-func (b *batch) splitLogs(rls plog.ResourceLogsSlice, rl plog.ResourceLogs) bool {
-	core := b.p.core
-	resAttrs := rl.Resource().Attributes()
-	b.resetGroups()
-	b.decisions = b.decisions[:0]
-	resolvedItems := 0
-	sls := rl.ScopeLogs()
-	for i := range sls.Len() {
-		lrs := sls.At(i).LogRecords()
-		for j := range lrs.Len() {
-			g := int32(-1)
-			if pid, ok := core.pidOf(lrs.At(j).Attributes()); ok {
-				g = b.groupOf(resAttrs, pid)
-			}
-			if g >= 0 {
-				resolvedItems++
-			}
-			b.decisions = append(b.decisions, g)
-		}
-	}
-	inPlace, split := b.regroup(resolvedItems, len(b.decisions))
-	if inPlace != nil {
-		b.enrichGroup(rl.Resource().Attributes(), inPlace)
-	}
-	if !split {
-		return false
-	}
+// logsTree is a resource's log records for regroupResource: a leaf per
+// scope.
+type logsTree struct {
+	c      *core
+	rls    plog.ResourceLogsSlice
+	rl     plog.ResourceLogs
+	scopes plog.ScopeLogsSlice
+	// cur is the leaf whose records curRecords holds.
+	cur           int
+	curRecords    plog.LogRecordSlice
+	dst           []plog.ResourceLogs // by group
+	emptiedScopes marks
+}
 
-	dst := make([]plog.ResourceLogs, len(b.groups))
-	for g := range b.groups {
-		nrl := rls.AppendEmpty()
-		rl.Resource().CopyTo(nrl.Resource())
-		nrl.SetSchemaUrl(rl.SchemaUrl())
-		b.enrichGroup(nrl.Resource().Attributes(), &b.groups[g])
-		dst[g] = nrl
+func (t *logsTree) leaves() int { return t.scopes.Len() }
+
+func (t *logsTree) records(leaf int) plog.LogRecordSlice {
+	if leaf != t.cur {
+		t.cur, t.curRecords = leaf, t.scopes.At(leaf).LogRecords()
 	}
-	scopes := make([]plog.ScopeLogs, len(b.groups))
-	b.emptiedScopes.reset()
-	k := 0
-	for i := range sls.Len() {
-		sl := sls.At(i)
-		lrs := sl.LogRecords()
-		first, moved := k, 0
-		for j := range lrs.Len() {
-			g := b.decisions[k]
-			k++
-			if g < 0 {
-				continue
-			}
-			grp := &b.groups[g]
-			if grp.scopeIdx != i {
-				scopes[g] = dst[g].ScopeLogs().AppendEmpty()
-				sl.Scope().CopyTo(scopes[g].Scope())
-				scopes[g].SetSchemaUrl(sl.SchemaUrl())
-				grp.scopeIdx = i
-			}
-			lrs.At(j).MoveTo(scopes[g].LogRecords().AppendEmpty())
-			moved++
-		}
-		if moved == 0 {
-			continue
-		}
-		if moved == lrs.Len() {
-			b.emptiedScopes.set(i)
-		}
-		decisions := b.decisions[first:k]
-		lrs.RemoveIf(func(plog.LogRecord) bool {
-			moved := decisions[0] >= 0
-			decisions = decisions[1:]
-			return moved
-		})
+	return t.curRecords
+}
+
+func (t *logsTree) items(leaf int) *[]unsafe.Pointer { return itemPointers(t.records(leaf)) }
+
+func (t *logsTree) pid(leaf, i int) int {
+	pid, _ := t.c.pidOf(t.records(leaf).At(i).Attributes())
+	return pid
+}
+
+func (t *logsTree) newResource(_, _ int) pcommon.Map {
+	nrl := t.rls.AppendEmpty()
+	t.rl.Resource().CopyTo(nrl.Resource())
+	nrl.SetSchemaUrl(t.rl.SchemaUrl())
+	t.dst = append(t.dst, nrl)
+	return nrl.Resource().Attributes()
+}
+
+func (t *logsTree) openLeaf(g, leaf, n int) *[]unsafe.Pointer {
+	sl := t.scopes.At(leaf)
+	nsl := t.dst[g].ScopeLogs().AppendEmpty()
+	sl.Scope().CopyTo(nsl.Scope())
+	nsl.SetSchemaUrl(sl.SchemaUrl())
+	nsl.LogRecords().EnsureCapacity(n)
+	return itemPointers(nsl.LogRecords())
+}
+
+func (t *logsTree) emptied(leaf, _ int) { t.emptiedScopes.set(leaf) }
+
+func (t *logsTree) prune() {
+	if len(t.emptiedScopes) > 0 {
+		t.scopes.RemoveIf(removeMarked[plog.ScopeLogs](t.emptiedScopes))
 	}
-	if resolvedItems == len(b.decisions) {
-		return true
-	}
-	if len(b.emptiedScopes) > 0 {
-		sls.RemoveIf(removeMarked[plog.ScopeLogs](b.emptiedScopes))
-	}
-	return false
 }

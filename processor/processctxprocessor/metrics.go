@@ -9,17 +9,26 @@ import (
 // processMetrics enriches resources that carry a pid, as the hostmetrics
 // process scraper's do (one resource per process).
 func (p *instance) processMetrics(ctx context.Context, md pmetric.Metrics) (pmetric.Metrics, error) {
-	b := p.newBatch()
+	b := p.core.newBatch()
 	if b == nil {
 		return md, nil
 	}
-	defer b.finish(ctx)
+	defer b.finish(ctx, p.tel)
 	rms := md.ResourceMetrics()
-	for i := range rms.Len() {
+	resource := func(i int) bool {
 		rm := rms.At(i)
 		attrs := rm.Resource().Attributes()
-		if pid, ok := p.core.pidOf(attrs); ok {
-			b.enrichResource(attrs, pid, dataPointCount(rm))
+		facts := p.core.factsOf(attrs)
+		return facts.pid == 0 || b.enrichResource(attrs, &facts, dataPointCount(rm))
+	}
+	for i := range rms.Len() {
+		if !resource(i) {
+			b.deferred = append(b.deferred, i)
+		}
+	}
+	if b.wait(ctx) {
+		for _, i := range b.deferred {
+			resource(i)
 		}
 	}
 	return md, nil

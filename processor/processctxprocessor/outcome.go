@@ -1,13 +1,11 @@
 package processctxprocessor
 
 import (
-	"errors"
-
-	"github.com/processctx/otelcol-processctx/internal/procmem"
+	"github.com/processctx/otelcol-processctx/internal/tracker"
 	"github.com/processctx/otelcol-processctx/processor/processctxprocessor/internal/metadata"
 )
 
-// outcome is the result of looking up one pid.
+// outcome is the result of looking up one pid for telemetry.
 type outcome uint8
 
 const (
@@ -21,32 +19,41 @@ const (
 	// service identity contradicts the telemetry's: most likely the pid is
 	// another pid namespace's (an SDK in a container), so it is not used.
 	outcomeMismatch
+	// outcomeStalled: the process did not answer a read in time and is
+	// quarantined.
+	outcomeStalled
+	// outcomeTimeout: the pid was not read within lookup_timeout.
+	outcomeTimeout
 	outcomeOther
 	numOutcomes
+
+	// outcomePending: not known yet, being read (never counted).
+	outcomePending outcome = 255
 )
 
-// outcomeOf classifies a procmem error.
-func outcomeOf(err error) outcome {
-	switch {
-	case err == nil:
+// outcomeOfLookup classifies what the tracker knows of a pid without a
+// publication.
+func outcomeOfLookup(o tracker.Outcome) outcome {
+	switch o {
+	case tracker.OutcomeOK:
 		return outcomeEnriched
-	case errors.Is(err, procmem.ErrNoContext), errors.Is(err, procmem.ErrProcessGone):
+	case tracker.OutcomeNoContext, tracker.OutcomeGone:
 		return outcomeNoContext
-	case errors.Is(err, procmem.ErrPermissionDenied):
+	case tracker.OutcomePermissionDenied:
 		return outcomePermissionDenied
-	case errors.Is(err, procmem.ErrInvalid):
+	case tracker.OutcomeInvalid:
 		return outcomeInvalid
-	case errors.Is(err, procmem.ErrTooLarge):
+	case tracker.OutcomeTooLarge:
 		return outcomeTooLarge
-	case errors.Is(err, procmem.ErrTorn):
+	case tracker.OutcomeTorn:
 		return outcomeTorn
+	case tracker.OutcomeStalled:
+		return outcomeStalled
+	case tracker.OutcomeUnknown:
+		return outcomePending
 	}
 	return outcomeOther
 }
-
-// isError reports whether the outcome is a failure to read (as opposed to a
-// process that simply publishes nothing).
-func (o outcome) isError() bool { return o >= outcomePermissionDenied && o < numOutcomes }
 
 // kind is the value of the errors metric's kind attribute.
 func (o outcome) kind() string {
@@ -61,6 +68,10 @@ func (o outcome) kind() string {
 		return metadata.KindTorn
 	case outcomeMismatch:
 		return metadata.KindMismatch
+	case outcomeStalled:
+		return metadata.KindStalled
+	case outcomeTimeout:
+		return metadata.KindTimeout
 	}
 	return metadata.KindOther
 }

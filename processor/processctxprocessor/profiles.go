@@ -5,7 +5,9 @@ import (
 	"encoding/binary"
 	"hash/fnv"
 	"slices"
+	"unsafe"
 
+	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pprofile"
 )
 
@@ -13,34 +15,66 @@ import (
 // since 2026-03), or regroups its samples by their process.pid attribute
 // (earlier builds: several pids under one resource).
 func (p *instance) processProfiles(ctx context.Context, pd pprofile.Profiles) (pprofile.Profiles, error) {
-	b := p.newBatch()
+	b := p.core.newBatch()
 	if b == nil {
 		return pd, nil
 	}
-	defer b.finish(ctx)
+	defer b.finish(ctx, p.tel)
 	rps := pd.ResourceProfiles()
+	pr := profilesRun{p: p, b: b, rps: rps, dict: pd.Dictionary()}
 	n := rps.Len()
-	var table []samplePID
-	tableBuilt := false
 	for i := range n {
-		rp := rps.At(i)
-		attrs := rp.Resource().Attributes()
-		if pid, ok := p.core.pidOf(attrs); ok {
-			b.enrichResource(attrs, pid, sampleCount(rp))
-			continue
-		}
-		if !tableBuilt {
-			table = p.core.samplePIDTable(pd.Dictionary())
-			tableBuilt = true
-		}
-		if len(table) > 0 && b.splitProfiles(rps, rp, table) {
-			b.emptiedResources.set(i)
+		if !pr.resource(i) {
+			b.deferred = append(b.deferred, i)
 		}
 	}
-	if len(b.emptiedResources) > 0 {
-		rps.RemoveIf(removeMarked[pprofile.ResourceProfiles](b.emptiedResources))
+	if b.wait(ctx) {
+		for _, i := range b.deferred {
+			pr.resource(i)
+		}
+	}
+	if len(pr.emptied) > 0 {
+		rps.RemoveIf(removeMarked[pprofile.ResourceProfiles](pr.emptied))
 	}
 	return pd, nil
+}
+
+// profilesRun is one call of processProfiles.
+type profilesRun struct {
+	p          *instance
+	b          *batch
+	rps        pprofile.ResourceProfilesSlice
+	dict       pprofile.ProfilesDictionary
+	table      []samplePID
+	tableBuilt bool
+	emptied    marks
+}
+
+// resource enriches or regroups resource i; false: it names a pid being
+// read.
+func (r *profilesRun) resource(i int) bool {
+	rp := r.rps.At(i)
+	attrs := rp.Resource().Attributes()
+	facts := r.p.core.factsOf(attrs)
+	if facts.pid != 0 {
+		return r.b.enrichResource(attrs, &facts, sampleCount(rp))
+	}
+	if !r.p.regroup {
+		return true
+	}
+	if !r.tableBuilt {
+		r.table = r.p.core.samplePIDTable(r.dict)
+		r.tableBuilt = true
+	}
+	if len(r.table) == 0 {
+		return true
+	}
+	t := newProfilesTree(r.rps, rp, r.table)
+	deferred, all := r.b.regroupResource(attrs, t)
+	if all {
+		r.emptied.set(i)
+	}
+	return !deferred
 }
 
 func sampleCount(rp pprofile.ResourceProfiles) int {
@@ -108,122 +142,115 @@ func pidOfSample(s pprofile.Sample, table []samplePID) int {
 	return int(best.pid)
 }
 
-// splitProfiles is splitLogs for samples: each process's samples move into
-// new Profiles (same profile-level fields) under new ScopeProfiles under a
-// new ResourceProfiles in the same Profiles, so that the dictionary, and with
-// it every stack, link and attribute index, stays valid. It reports whether
-// rp lost every sample.
-func (b *batch) splitProfiles(rps pprofile.ResourceProfilesSlice, rp pprofile.ResourceProfiles, table []samplePID) bool {
-	resAttrs := rp.Resource().Attributes()
-	b.resetGroups()
-	b.decisions = b.decisions[:0]
-	resolvedItems := 0
+// profilesTree is a resource's samples for regroupResource: a leaf per
+// profile. Each process's samples move into new Profiles (same
+// profile-level fields) under new ScopeProfiles under a new
+// ResourceProfiles in the same Profiles, so that the dictionary, and with
+// it every stack, link and attribute index, stays valid.
+type profilesTree struct {
+	rps   pprofile.ResourceProfilesSlice
+	rp    pprofile.ResourceProfiles
+	table []samplePID
+	// The leaves: scope and profile index of each.
+	scopeOf, profileOf []int
+	profiles           []pprofile.Profile
+	samples            []pprofile.SampleSlice
+	// Per group: its resource, its current scope copy (for scope index
+	// curScope) and the profile copy opened last.
+	dst      []pprofile.ResourceProfiles
+	curScope []int
+	scopes   []pprofile.ScopeProfiles
+	last     []pprofile.Profile
+	groupPid []int // host pid
+	// The profiles emptied, per scope.
+	emptiedProfiles map[int]*marks
+}
+
+func newProfilesTree(rps pprofile.ResourceProfilesSlice, rp pprofile.ResourceProfiles, table []samplePID) *profilesTree {
+	t := &profilesTree{rps: rps, rp: rp, table: table}
 	sps := rp.ScopeProfiles()
 	for i := range sps.Len() {
 		ps := sps.At(i).Profiles()
 		for j := range ps.Len() {
-			ss := ps.At(j).Samples()
-			for k := range ss.Len() {
-				g := int32(-1)
-				if pid := pidOfSample(ss.At(k), table); pid != 0 {
-					g = b.groupOf(resAttrs, pid)
-				}
-				if g >= 0 {
-					resolvedItems++
-				}
-				b.decisions = append(b.decisions, g)
-			}
-		}
-	}
-	inPlace, split := b.regroup(resolvedItems, len(b.decisions))
-	if inPlace != nil {
-		b.enrichGroup(rp.Resource().Attributes(), inPlace)
-	}
-	if !split {
-		return false
-	}
-
-	dst := make([]pprofile.ResourceProfiles, len(b.groups))
-	for g := range b.groups {
-		nrp := rps.AppendEmpty()
-		rp.Resource().CopyTo(nrp.Resource())
-		nrp.SetSchemaUrl(rp.SchemaUrl())
-		b.enrichGroup(nrp.Resource().Attributes(), &b.groups[g])
-		dst[g] = nrp
-	}
-	scopes := make([]pprofile.ScopeProfiles, len(b.groups))
-	profiles := make([]pprofile.Profile, len(b.groups))
-	b.emptiedScopes.reset()
-	k := 0
-	for i := range sps.Len() {
-		sp := sps.At(i)
-		ps := sp.Profiles()
-		b.emptiedProfiles.reset()
-		for j := range ps.Len() {
+			t.scopeOf = append(t.scopeOf, i)
+			t.profileOf = append(t.profileOf, j)
 			prof := ps.At(j)
-			ss := prof.Samples()
-			first, moved := k, 0
-			firstFragment := -1
-			for s := range ss.Len() {
-				g := b.decisions[k]
-				k++
-				if g < 0 {
-					continue
-				}
-				grp := &b.groups[g]
-				if grp.scopeIdx != i {
-					scopes[g] = dst[g].ScopeProfiles().AppendEmpty()
-					sp.Scope().CopyTo(scopes[g].Scope())
-					scopes[g].SetSchemaUrl(sp.SchemaUrl())
-					grp.scopeIdx = i
-					grp.profileIdx = -1
-				}
-				if grp.profileIdx != j {
-					profiles[g] = scopes[g].Profiles().AppendEmpty()
-					copyProfileFields(prof, profiles[g])
-					profiles[g].SetProfileID(fragmentID(prof.ProfileID(), grp.pid))
-					grp.profileIdx = j
-					if firstFragment < 0 {
-						firstFragment = int(g)
-					}
-				}
-				ss.At(s).MoveTo(profiles[g].Samples().AppendEmpty())
-				moved++
-			}
-			if moved == 0 {
-				continue
-			}
-			if moved == ss.Len() {
-				// The original disappears: its first fragment carries on
-				// its identity and original payload, which thus exist once.
-				profiles[firstFragment].SetProfileID(prof.ProfileID())
-				prof.OriginalPayload().MoveTo(profiles[firstFragment].OriginalPayload())
-				b.emptiedProfiles.set(j)
-				continue
-			}
-			decisions := b.decisions[first:k]
-			ss.RemoveIf(func(pprofile.Sample) bool {
-				moved := decisions[0] >= 0
-				decisions = decisions[1:]
-				return moved
-			})
+			t.profiles = append(t.profiles, prof)
+			t.samples = append(t.samples, prof.Samples())
 		}
-		if len(b.emptiedProfiles) == 0 {
-			continue
-		}
-		ps.RemoveIf(removeMarked[pprofile.Profile](b.emptiedProfiles))
+	}
+	return t
+}
+
+func (t *profilesTree) leaves() int { return len(t.profiles) }
+
+func (t *profilesTree) items(leaf int) *[]unsafe.Pointer { return itemPointers(t.samples[leaf]) }
+
+func (t *profilesTree) pid(leaf, i int) int { return pidOfSample(t.samples[leaf].At(i), t.table) }
+
+func (t *profilesTree) newResource(_, pid int) pcommon.Map {
+	nrp := t.rps.AppendEmpty()
+	t.rp.Resource().CopyTo(nrp.Resource())
+	nrp.SetSchemaUrl(t.rp.SchemaUrl())
+	t.dst = append(t.dst, nrp)
+	t.curScope = append(t.curScope, -1)
+	t.scopes = append(t.scopes, pprofile.ScopeProfiles{})
+	t.last = append(t.last, pprofile.Profile{})
+	t.groupPid = append(t.groupPid, pid)
+	return nrp.Resource().Attributes()
+}
+
+func (t *profilesTree) openLeaf(g, leaf, n int) *[]unsafe.Pointer {
+	si := t.scopeOf[leaf]
+	if t.curScope[g] != si {
+		sp := t.rp.ScopeProfiles().At(si)
+		nsp := t.dst[g].ScopeProfiles().AppendEmpty()
+		sp.Scope().CopyTo(nsp.Scope())
+		nsp.SetSchemaUrl(sp.SchemaUrl())
+		t.scopes[g], t.curScope[g] = nsp, si
+	}
+	prof := t.profiles[leaf]
+	np := t.scopes[g].Profiles().AppendEmpty()
+	copyProfileFields(prof, np)
+	np.SetProfileID(fragmentID(prof.ProfileID(), t.groupPid[g]))
+	np.Samples().EnsureCapacity(n)
+	t.last[g] = np
+	return itemPointers(np.Samples())
+}
+
+// emptied: the original profile disappears; its first fragment carries on
+// its identity and original payload, which thus exist once.
+func (t *profilesTree) emptied(leaf, first int) {
+	prof, frag := t.profiles[leaf], t.last[first]
+	frag.SetProfileID(prof.ProfileID())
+	prof.OriginalPayload().MoveTo(frag.OriginalPayload())
+	if t.emptiedProfiles == nil {
+		t.emptiedProfiles = map[int]*marks{}
+	}
+	m := t.emptiedProfiles[t.scopeOf[leaf]]
+	if m == nil {
+		m = &marks{}
+		t.emptiedProfiles[t.scopeOf[leaf]] = m
+	}
+	m.set(t.profileOf[leaf])
+}
+
+func (t *profilesTree) prune() {
+	if len(t.emptiedProfiles) == 0 {
+		return
+	}
+	sps := t.rp.ScopeProfiles()
+	var emptiedScopes marks
+	for si, m := range t.emptiedProfiles {
+		ps := sps.At(si).Profiles()
+		ps.RemoveIf(removeMarked[pprofile.Profile](*m))
 		if ps.Len() == 0 {
-			b.emptiedScopes.set(i)
+			emptiedScopes.set(si)
 		}
 	}
-	b.emptiedProfiles.reset()
-	if resolvedItems == len(b.decisions) {
-		return true
+	if len(emptiedScopes) > 0 {
+		sps.RemoveIf(removeMarked[pprofile.ScopeProfiles](emptiedScopes))
 	}
-	if len(b.emptiedScopes) > 0 {
-		sps.RemoveIf(removeMarked[pprofile.ScopeProfiles](b.emptiedScopes))
-	}
-	return false
 }
 
 // copyProfileFields copies every profile-level field but the samples, the

@@ -1,6 +1,7 @@
 package processctxprocessor
 
 import (
+	"context"
 	"strconv"
 	"testing"
 
@@ -217,8 +218,8 @@ func TestPassThrough(t *testing.T) {
 func TestNotStartedPassesThrough(t *testing.T) {
 	f := newFactory()
 	c, release := f.acquire(processortestSettings(), testConfig())
-	defer release()
-	p, err := newInstance(c, processortestSettings().TelemetrySettings, "logs", func() {})
+	defer func() { require.NoError(t, release(t.Context())) }()
+	p, err := newInstance(c, processortestSettings(), "logs", func(context.Context) error { return nil })
 	require.NoError(t, err)
 	ld := plog.NewLogs()
 	ld.ResourceLogs().AppendEmpty().Resource().Attributes().PutInt("process.pid", 1)

@@ -8,17 +8,26 @@ import (
 
 // processTraces enriches resources that carry a pid.
 func (p *instance) processTraces(ctx context.Context, td ptrace.Traces) (ptrace.Traces, error) {
-	b := p.newBatch()
+	b := p.core.newBatch()
 	if b == nil {
 		return td, nil
 	}
-	defer b.finish(ctx)
+	defer b.finish(ctx, p.tel)
 	rss := td.ResourceSpans()
-	for i := range rss.Len() {
+	resource := func(i int) bool {
 		rs := rss.At(i)
 		attrs := rs.Resource().Attributes()
-		if pid, ok := p.core.pidOf(attrs); ok {
-			b.enrichResource(attrs, pid, spanCount(rs))
+		facts := p.core.factsOf(attrs)
+		return facts.pid == 0 || b.enrichResource(attrs, &facts, spanCount(rs))
+	}
+	for i := range rss.Len() {
+		if !resource(i) {
+			b.deferred = append(b.deferred, i)
+		}
+	}
+	if b.wait(ctx) {
+		for _, i := range b.deferred {
+			resource(i)
 		}
 	}
 	return td, nil

@@ -6,7 +6,8 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/processctx/otelcol-processctx/internal/procmem"
+	"github.com/processctx/otelcol-processctx/internal/otep"
+	"github.com/processctx/otelcol-processctx/internal/tracker"
 )
 
 // Entity event formats.
@@ -41,9 +42,12 @@ type Config struct {
 	RootPath string `mapstructure:"root_path"`
 	// MaxPayloadSize caps the payload a publisher may declare.
 	MaxPayloadSize uint32 `mapstructure:"max_payload_size"`
-	// Include, when it lists executables, limits the receiver to them.
+	// ReadTimeout is the deadline of the reads of one process: a process
+	// whose reads do not return in time is quarantined.
+	ReadTimeout time.Duration `mapstructure:"read_timeout"`
+	// Include, when it lists executables, limits the entity events to them.
 	Include MatchConfig `mapstructure:"include"`
-	// Exclude drops processes whose executable matches.
+	// Exclude drops the entity events of processes whose executable matches.
 	Exclude MatchConfig `mapstructure:"exclude"`
 }
 
@@ -63,7 +67,8 @@ func createDefaultConfig() *Config {
 		ReportInterval:     5 * time.Minute,
 		EntityEventFormat:  FormatLegacy,
 		RootPath:           "/",
-		MaxPayloadSize:     procmem.DefaultLimits().MaxPayloadSize,
+		MaxPayloadSize:     otep.DefaultLimits().MaxPayloadSize,
+		ReadTimeout:        tracker.DefaultConfig().ReadTimeout,
 	}
 }
 
@@ -84,6 +89,9 @@ func (c *Config) Validate() error {
 	}
 	if c.ReportInterval <= 0 {
 		errs = append(errs, fmt.Errorf("report_interval must be positive, got %s", c.ReportInterval))
+	}
+	if c.ReadTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("read_timeout must be positive, got %s", c.ReadTimeout))
 	}
 	if c.EntityEventFormat != FormatLegacy && c.EntityEventFormat != FormatSpec {
 		errs = append(errs, fmt.Errorf("entity_event_format must be %q or %q, got %q", FormatLegacy, FormatSpec, c.EntityEventFormat))
@@ -108,10 +116,22 @@ func (c *Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-func (c *Config) limits() procmem.Limits {
-	l := procmem.DefaultLimits()
+func (c *Config) limits() otep.Limits {
+	l := otep.DefaultLimits()
 	l.MaxPayloadSize = c.MaxPayloadSize
 	return l
+}
+
+// trackerConfig is the schedule of the receiver's tracker.
+func (c *Config) trackerConfig() tracker.Config {
+	tc := tracker.DefaultConfig()
+	tc.ScanInterval = c.CollectionInterval
+	tc.RescanInterval = c.RescanInterval
+	tc.RescanMaxInterval = c.RescanMaxInterval
+	tc.RescanBudget = c.RescanBudget
+	tc.ReportInterval = c.ReportInterval
+	tc.ReadTimeout = c.ReadTimeout
+	return tc
 }
 
 // selects reports whether a process with this executable name is watched.
@@ -120,10 +140,6 @@ func (c *Config) selects(executable string) bool {
 		return false
 	}
 	return !matchAny(c.Exclude.Executables, executable)
-}
-
-func (c *Config) filters() bool {
-	return len(c.Include.Executables) > 0 || len(c.Exclude.Executables) > 0
 }
 
 func matchAny(patterns []string, name string) bool {

@@ -36,6 +36,7 @@ func TestLoadConfig(t *testing.T) {
 				EntityEventFormat:  FormatSpec,
 				RootPath:           "/hostfs",
 				MaxPayloadSize:     32768,
+				ReadTimeout:        500 * time.Millisecond,
 				Include:            MatchConfig{Executables: []string{"java", "python3*"}},
 				Exclude:            MatchConfig{Executables: []string{"python3-debug"}},
 			},
@@ -46,6 +47,7 @@ func TestLoadConfig(t *testing.T) {
 		{id: component.NewIDWithName(metadata.Type, "invalid_root"), wantErr: `root_path must be an absolute path, got "hostfs"`},
 		{id: component.NewIDWithName(metadata.Type, "invalid_payload"), wantErr: "max_payload_size: max payload size must be positive"},
 		{id: component.NewIDWithName(metadata.Type, "invalid_pattern"), wantErr: `exclude.executables: bad pattern "[java"`},
+		{id: component.NewIDWithName(metadata.Type, "invalid_read_timeout"), wantErr: "read_timeout must be positive, got 0s"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.id.String(), func(t *testing.T) {

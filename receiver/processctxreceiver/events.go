@@ -6,7 +6,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 
-	"github.com/processctx/otelcol-processctx/internal/procmem"
+	"github.com/processctx/otelcol-processctx/internal/procfs"
+	"github.com/processctx/otelcol-processctx/internal/tracker"
 	"github.com/processctx/otelcol-processctx/receiver/processctxreceiver/internal/metadata"
 )
 
@@ -36,13 +37,6 @@ const (
 	// contextAttributesKey holds ProcessContext.attributes (threadlocal.*):
 	// facts about the process that are not resource attributes, kept apart.
 	contextAttributesKey = "process_context.attributes"
-)
-
-// Reasons of delete events.
-const (
-	reasonExited      = "process_exited"
-	reasonUnpublished = "context_unpublished"
-	reasonInvalid     = "context_invalid"
 )
 
 // eventWriter accumulates the entity events of one scan into plog.Logs.
@@ -96,7 +90,8 @@ func (w *eventWriter) record(now time.Time, pid int, creationTime string) plog.L
 // state appends an entity_state event: the published resource attributes,
 // then the host's view of the process (which wins for the keys it sets:
 // an SDK in a container reports its own namespace's pids).
-func (w *eventWriter) state(now time.Time, id procmem.Identity, ctx procmem.Context) {
+func (w *eventWriter) state(now time.Time, p *tracker.Process) {
+	id, ctx := p.Identity, p.Context
 	lr := w.record(now, id.PID, id.CreationTimeString())
 	attrs := lr.Attributes()
 	var desc pcommon.Map
@@ -117,8 +112,8 @@ func (w *eventWriter) state(now time.Time, id procmem.Identity, ctx procmem.Cont
 }
 
 // delete appends an entity_delete event.
-func (w *eventWriter) delete(now time.Time, id procmem.Identity, reason string) {
-	lr := w.record(now, id.PID, id.CreationTimeString())
+func (w *eventWriter) delete(now time.Time, p *tracker.Process, reason string) {
+	lr := w.record(now, p.Identity.PID, p.Identity.CreationTimeString())
 	if w.spec {
 		lr.SetEventName(specEventDelete)
 		lr.Attributes().PutStr(specDeleteReason, reason)
@@ -129,7 +124,7 @@ func (w *eventWriter) delete(now time.Time, id procmem.Identity, reason string) 
 }
 
 // putHostView adds what the host knows of the process.
-func putHostView(m pcommon.Map, id procmem.Identity) {
+func putHostView(m pcommon.Map, id procfs.Identity) {
 	m.PutInt("process.pid", int64(id.PID))
 	m.PutStr("process.creation.time", id.CreationTimeString())
 	if id.ParentPID > 0 {

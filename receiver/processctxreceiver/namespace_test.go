@@ -12,7 +12,7 @@ import (
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/receiver/receivertest"
 
-	"github.com/processctx/otelcol-processctx/internal/publisher"
+	"github.com/processctx/otelcol-processctx/internal/otep"
 	"github.com/processctx/otelcol-processctx/internal/pubtest"
 	"github.com/processctx/otelcol-processctx/receiver/processctxreceiver/internal/metadata"
 )
@@ -26,7 +26,7 @@ func TestContainedPublisherEntity(t *testing.T) {
 
 	r := startReceiver(t, testConfig())
 	p := pubtest.StartContained(t, pubtest.C, "/sys/fs/cgroup/unified/system.slice/docker-"+id+".scope")
-	p.Publish(publisher.EncodeStrings(map[string]string{"service.name": "in-a-container", "process.pid": "1"}))
+	p.Publish(otep.EncodeStrings(map[string]string{"service.name": "in-a-container", "process.pid": "1"}))
 
 	events := r.waitEvents(t, p.HostPid(), 1)
 	e := events[0]
@@ -44,7 +44,7 @@ func TestRootPath(t *testing.T) {
 		cfg.RootPath = pubtest.MountProc(t, 0)
 		r := startReceiver(t, cfg)
 		p := pubtest.Start(t, pubtest.Go, pubtest.Options{})
-		p.Publish(publisher.EncodeStrings(map[string]string{"service.name": "via-root-path"}))
+		p.Publish(otep.EncodeStrings(map[string]string{"service.name": "via-root-path"}))
 		events := r.waitEvents(t, p.Pid, 1)
 		assert.Equal(t, "via-root-path", events[0].description["service.name"])
 	})

@@ -12,21 +12,40 @@ import (
 	"go.opentelemetry.io/collector/receiver/receiverhelper"
 	"go.uber.org/zap"
 
-	"github.com/processctx/otelcol-processctx/internal/procmem"
-	"github.com/processctx/otelcol-processctx/internal/registry"
+	"github.com/processctx/otelcol-processctx/internal/tracker"
 	"github.com/processctx/otelcol-processctx/receiver/processctxreceiver/internal/metadata"
 )
 
+// Reasons of delete events.
+const (
+	reasonExited      = "process_exited"
+	reasonUnpublished = "context_unpublished"
+	reasonInvalid     = "context_invalid"
+)
+
+// processContextReceiver turns its tracker's changes into entity events.
 type processContextReceiver struct {
 	cfg       *Config
 	settings  receiver.Settings
 	next      consumer.Logs
 	telemetry *metadata.TelemetryBuilder
 	obsrecv   *receiverhelper.ObsReport
+	now       func() time.Time
 
-	cancel  context.CancelFunc
-	done    chan struct{}
-	release func()
+	tracker *tracker.Tracker
+	release func(context.Context) error
+	sub     *tracker.Subscription
+	events  *eventWriter
+	// reported holds the live entities stated so far, with when.
+	reported map[tracker.Key]*reportedEntity
+
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+type reportedEntity struct {
+	p  *tracker.Process
+	at time.Time
 }
 
 func newReceiver(set receiver.Settings, cfg *Config, next consumer.Logs) (*processContextReceiver, error) {
@@ -42,90 +61,129 @@ func newReceiver(set receiver.Settings, cfg *Config, next consumer.Logs) (*proce
 	if err != nil {
 		return nil, fmt.Errorf("create obsreport: %w", err)
 	}
-	return &processContextReceiver{cfg: cfg, settings: set, next: next, telemetry: tb, obsrecv: obsrecv}, nil
+	return &processContextReceiver{
+		cfg: cfg, settings: set, next: next, telemetry: tb, obsrecv: obsrecv, now: time.Now,
+		events:   newEventWriter(cfg.EntityEventFormat, cfg.ReportInterval),
+		reported: map[tracker.Key]*reportedEntity{},
+	}, nil
 }
 
-// Start opens the procfs, then scans at once and every collection interval
-// in the background.
-func (r *processContextReceiver) Start(_ context.Context, _ component.Host) error {
-	fs, err := procmem.NewFS(r.cfg.RootPath)
+// Start opens the host's procfs and starts a tracker, which scans at once
+// and every collection interval; the events come from its changes.
+func (r *processContextReceiver) Start(ctx context.Context, _ component.Host) error {
+	tr, err := tracker.Open(r.cfg.RootPath, r.cfg.limits(), r.cfg.trackerConfig(), r.settings.Logger)
 	if err != nil {
-		return fmt.Errorf("root_path %q: %w", r.cfg.RootPath, err)
-	}
-	if err := fs.CheckHost(); err != nil {
-		if r.cfg.RootPath != "/" {
-			return fmt.Errorf("root_path %q: %w: mount the host's /proc at %s", r.cfg.RootPath, err, fs.ProcDir())
-		}
-		r.settings.Logger.Warn("The collector runs in a container's pid namespace and sees only that container's processes: "+
-			"mount the host's /proc (e.g. at /hostfs/proc, with root_path: /hostfs) or use the host's pid namespace", zap.Error(err))
-	}
-	reg, release := registry.Acquire(fs.Root())
-	s, err := newScanner(r.cfg, fs, reg, r.settings.Logger)
-	if err != nil {
-		release()
 		return err
 	}
-	r.release = release
-	ctx, cancel := context.WithCancel(context.Background())
+	tr.Start()
+	sub, err := tr.Subscribe(ctx)
+	if err != nil {
+		_ = tr.Stop(context.Background())
+		return fmt.Errorf("subscribe to the process tracker: %w", err)
+	}
+	r.tracker, r.release, r.sub = tr, tr.Stop, sub
+	loopCtx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
 	r.done = make(chan struct{})
-	go r.run(ctx, s)
+	go r.run(loopCtx)
 	return nil
 }
 
-func (r *processContextReceiver) run(ctx context.Context, s *scanner) {
+func (r *processContextReceiver) run(ctx context.Context) {
 	defer close(r.done)
-	ticker := time.NewTicker(r.cfg.CollectionInterval)
-	defer ticker.Stop()
 	for {
-		r.scanOnce(ctx, s)
 		select {
 		case <-ctx.Done():
 			return
-		case <-ticker.C:
+		case <-r.sub.C():
+		}
+		changes, scans := r.sub.Take()
+		now := r.now()
+		for _, c := range changes {
+			r.handle(now, c)
+		}
+		for _, s := range scans {
+			r.record(ctx, s)
+		}
+		if len(scans) > 0 {
+			r.reportDue(now)
+		}
+		r.flush(ctx)
+	}
+}
+
+// handle turns one change into an entity event.
+func (r *processContextReceiver) handle(now time.Time, c tracker.Change) {
+	p := c.Process
+	if !c.Kind.Ends() {
+		if !r.cfg.selects(p.Identity.ExecutableName) {
+			return
+		}
+		r.events.state(now, p)
+		r.reported[p.Key] = &reportedEntity{p: p, at: now}
+		return
+	}
+	if _, ok := r.reported[p.Key]; !ok {
+		return // never stated (filtered out)
+	}
+	delete(r.reported, p.Key)
+	reason := reasonExited
+	switch c.Kind {
+	case tracker.Unpublished:
+		reason = reasonUnpublished
+	case tracker.Invalidated:
+		reason = reasonInvalid
+	}
+	r.events.delete(now, p, reason)
+}
+
+// reportDue states again every live entity not stated for report_interval.
+func (r *processContextReceiver) reportDue(now time.Time) {
+	for _, e := range r.reported {
+		if now.Sub(e.at) >= r.cfg.ReportInterval {
+			r.events.state(now, e.p)
+			e.at = now
 		}
 	}
 }
 
-func (r *processContextReceiver) scanOnce(ctx context.Context, s *scanner) {
-	began := time.Now()
-	res, err := s.scan(ctx, began)
-	if err != nil {
-		if !errors.Is(err, context.Canceled) {
-			r.settings.Logger.Error("Scan of the host's processes failed", zap.Error(err))
-		}
+func (r *processContextReceiver) record(ctx context.Context, s tracker.ScanStats) {
+	r.telemetry.RecordScan(ctx, s.Processes, s.Publishers, s.Duration)
+	for _, o := range tracker.Outcomes {
+		r.telemetry.RecordReads(ctx, o.String(), s.Reads[o])
+	}
+}
+
+func (r *processContextReceiver) flush(ctx context.Context) {
+	if r.events.len() == 0 {
 		return
 	}
-	r.telemetry.RecordScan(ctx, res.scanned, res.publishers, time.Since(began))
-	for outcome, n := range s.outcomes {
-		r.telemetry.RecordReads(ctx, outcome, n)
-	}
-	if s.events.len() == 0 {
-		return
-	}
-	logs := s.events.take()
+	logs := r.events.take()
 	n := logs.LogRecordCount()
 	obsCtx := r.obsrecv.StartLogsOp(ctx)
-	err = r.next.ConsumeLogs(obsCtx, logs)
+	err := r.next.ConsumeLogs(obsCtx, logs)
 	r.obsrecv.EndLogsOp(obsCtx, metadata.Type.String(), n, err)
-	if err != nil {
+	if err != nil && !errors.Is(err, context.Canceled) {
 		r.settings.Logger.Warn("Entity events were refused by the next consumer", zap.Int("events", n), zap.Error(err))
 	}
 }
 
-// Shutdown stops scanning. A scan stuck in a read (a process in
-// uninterruptible sleep can hold its maps) does not hold up Shutdown past
-// ctx's deadline.
+// Shutdown stops the events and the tracker. Reads stuck in a process that
+// does not answer do not hold it up: the tracker leaves them behind.
 func (r *processContextReceiver) Shutdown(ctx context.Context) error {
 	if r.cancel == nil {
 		return nil
 	}
 	r.cancel()
-	defer r.release()
+	var errs []error
 	select {
 	case <-r.done:
-		return nil
 	case <-ctx.Done():
-		return ctx.Err()
+		errs = append(errs, ctx.Err())
 	}
+	r.sub.Close()
+	if err := r.release(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("stop the process tracker: %w", err))
+	}
+	return errors.Join(errs...)
 }

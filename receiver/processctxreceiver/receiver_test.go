@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/user"
 	"sync"
 	"testing"
 	"time"
@@ -15,9 +16,10 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/receiver/receivertest"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.uber.org/goleak"
 
-	"github.com/processctx/otelcol-processctx/internal/publisher"
+	"github.com/processctx/otelcol-processctx/internal/otep"
 	"github.com/processctx/otelcol-processctx/internal/pubtest"
 	"github.com/processctx/otelcol-processctx/receiver/processctxreceiver/internal/metadata"
 )
@@ -134,12 +136,54 @@ func startReceiver(t *testing.T, cfg *Config) *running {
 // waitEvents waits until pid has n events and returns them.
 func (r *running) waitEvents(t *testing.T, pid, n int) []event {
 	t.Helper()
-	var got []event
-	require.Eventually(t, func() bool {
-		got = eventsOf(decodeEvents(t, r.sink.AllLogs()), pid)
-		return len(got) >= n
-	}, 10*time.Second, 20*time.Millisecond, "pid %d: want %d events, have %+v", pid, n, got)
-	return got
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got := eventsOf(decodeEvents(t, r.sink.AllLogs()), pid)
+		if len(got) >= n {
+			return got
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pid %d: want %d events within 10s, have %d: %+v", pid, n, len(got), got)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// scans returns how many scans the receiver has recorded.
+func (r *running) scans(t *testing.T) uint64 {
+	t.Helper()
+	m, err := r.tel.GetMetric("otelcol_process_context_receiver_scan_duration")
+	if err != nil {
+		return 0
+	}
+	var n uint64
+	for _, dp := range m.Data.(metricdata.Histogram[float64]).DataPoints {
+		n += dp.Count
+	}
+	return n
+}
+
+// waitScans waits until n more scans have been recorded: what a scan would
+// have reported is in the sink by then.
+func (r *running) waitScans(t *testing.T, n uint64) {
+	t.Helper()
+	want := r.scans(t) + n
+	require.Eventually(t, func() bool { return r.scans(t) >= want }, 10*time.Second, 5*time.Millisecond, "%d scans", n)
+}
+
+// reads returns the reads metric by outcome.
+func (r *running) reads(t *testing.T) map[string]int64 {
+	t.Helper()
+	out := map[string]int64{}
+	m, err := r.tel.GetMetric("otelcol_process_context_receiver_reads")
+	if err != nil {
+		return out // nothing recorded yet
+	}
+	for _, dp := range m.Data.(metricdataSum).DataPoints {
+		v, _ := dp.Attributes.Value("outcome")
+		out[v.AsString()] = dp.Value
+	}
+	return out
 }
 
 func context1() (pcommon.Map, pcommon.Map) {
@@ -156,7 +200,7 @@ func context1() (pcommon.Map, pcommon.Map) {
 
 func encode(t testing.TB, res, attrs pcommon.Map) []byte {
 	t.Helper()
-	b, err := publisher.Encode(res, attrs)
+	b, err := otep.Encode(res, attrs)
 	require.NoError(t, err)
 	return b
 }
@@ -173,13 +217,20 @@ func assertState(t *testing.T, e event, p *pubtest.Proc, res, attrs pcommon.Map)
 	assert.Equal(t, int64(os.Getpid()), e.description["process.parent_pid"])
 	assert.Equal(t, string(p.Kind)+"-publisher", e.description["process.executable.name"])
 	assert.Contains(t, e.description["process.executable.path"], string(p.Kind)+"-publisher")
-	assert.Equal(t, "root", e.description["process.owner"])
+	assert.Equal(t, currentUser(t), e.description["process.owner"])
 	assert.Equal(t, e.creationTime, e.description["process.creation.time"])
 	for k := range attrs.AsRaw() {
 		assert.NotContains(t, e.description, k, "non-resource attribute in the entity attributes")
 	}
 	assert.Equal(t, attrs.AsRaw(), e.contextAttrs)
 	assert.Equal(t, time.Hour.Milliseconds(), e.interval)
+}
+
+func currentUser(t *testing.T) string {
+	t.Helper()
+	u, err := user.Current()
+	require.NoError(t, err)
+	return u.Username
 }
 
 func TestEntityLifecycle(t *testing.T) {
@@ -203,7 +254,7 @@ func TestEntityLifecycle(t *testing.T) {
 			assert.Equal(t, events[0].creationTime, events[1].creationTime, "same entity")
 
 			// Nothing more while the context does not change.
-			time.Sleep(5 * testConfig().CollectionInterval)
+			r.waitScans(t, 3)
 			assert.Len(t, eventsOf(decodeEvents(t, r.sink.AllLogs()), p.Pid), 2)
 
 			// Unpublish: one delete; publishing again: a new state.
@@ -220,7 +271,7 @@ func TestEntityLifecycle(t *testing.T) {
 			events = r.waitEvents(t, p.Pid, 5)
 			assert.Equal(t, "delete", events[4].kind)
 			assert.Equal(t, reasonExited, events[4].reason)
-			time.Sleep(5 * testConfig().CollectionInterval)
+			r.waitScans(t, 3)
 			assert.Len(t, eventsOf(decodeEvents(t, r.sink.AllLogs()), p.Pid), 5, "no event twice")
 		})
 	}
@@ -274,7 +325,7 @@ func TestLatePublisherFoundWithinRescanInterval(t *testing.T) {
 	time.Sleep(2 * time.Second) // the receiver has seen the process without a context
 	require.Empty(t, eventsOf(decodeEvents(t, r.sink.AllLogs()), p.Pid))
 
-	p.Publish(publisher.EncodeStrings(map[string]string{"service.name": "late"}))
+	p.Publish(otep.EncodeStrings(map[string]string{"service.name": "late"}))
 	published := time.Now()
 	events := r.waitEvents(t, p.Pid, 1)
 	found := time.Since(published)
@@ -287,7 +338,7 @@ func TestPeriodicReport(t *testing.T) {
 	cfg.ReportInterval = 300 * time.Millisecond
 	r := startReceiver(t, cfg)
 	p := pubtest.Start(t, pubtest.Go, pubtest.Options{})
-	p.Publish(publisher.EncodeStrings(map[string]string{"service.name": "periodic"}))
+	p.Publish(otep.EncodeStrings(map[string]string{"service.name": "periodic"}))
 	events := r.waitEvents(t, p.Pid, 3)
 	for _, e := range events[:3] {
 		assert.Equal(t, "state", e.kind)
@@ -296,7 +347,7 @@ func TestPeriodicReport(t *testing.T) {
 }
 
 func TestHostilePublishersDoNotStopTheGoodOnes(t *testing.T) {
-	good := publisher.EncodeStrings(map[string]string{"service.name": "good"})
+	good := otep.EncodeStrings(map[string]string{"service.name": "good"})
 	var hostile []*pubtest.Proc
 	for _, h := range []struct {
 		sig     string
@@ -333,7 +384,12 @@ func TestHostilePublishersDoNotStopTheGoodOnes(t *testing.T) {
 		events := r.waitEvents(t, p.Pid, 1)
 		assert.Equal(t, "good", events[0].description["service.name"])
 	}
-	time.Sleep(5 * testConfig().CollectionInterval)
+	// Every hostile context has been read (each kind is counted) and none
+	// became an entity.
+	require.Eventually(t, func() bool {
+		reads := r.reads(t)
+		return reads["invalid"] > 0 && reads["too_large"] > 0 && reads["torn"] > 0 && reads["ok"] > 0 && reads["no_context"] > 0
+	}, 10*time.Second, 10*time.Millisecond, "outcomes counted")
 	all := decodeEvents(t, r.sink.AllLogs())
 	for _, p := range hostile {
 		assert.Empty(t, eventsOf(all, p.Pid), "hostile publisher %d reported", p.Pid)
@@ -342,17 +398,6 @@ func TestHostilePublishersDoNotStopTheGoodOnes(t *testing.T) {
 	late := pubtest.Start(t, pubtest.Go, pubtest.Options{})
 	late.Publish(good)
 	r.waitEvents(t, late.Pid, 1)
-
-	reads, err := r.tel.GetMetric("otelcol_process_context_receiver_reads")
-	require.NoError(t, err)
-	outcomes := map[string]bool{}
-	for _, dp := range reads.Data.(metricdataSum).DataPoints {
-		v, _ := dp.Attributes.Value("outcome")
-		outcomes[v.AsString()] = dp.Value > 0
-	}
-	for _, o := range []string{metadata.OutcomeOK, metadata.OutcomeInvalid, metadata.OutcomeTooLarge, metadata.OutcomeTorn, metadata.OutcomeNoContext} {
-		assert.True(t, outcomes[o], "outcome %s counted: %v", o, outcomes)
-	}
 }
 
 func TestShutdownWithoutStart(t *testing.T) {
@@ -377,16 +422,27 @@ func TestShutdownDuringScans(t *testing.T) {
 	cfg := testConfig()
 	cfg.CollectionInterval = time.Millisecond
 	var wg sync.WaitGroup
+	errs := make(chan error, 5)
 	for range 5 {
 		wg.Go(func() {
 			rcv, err := newReceiver(receivertest.NewNopSettings(metadata.Type), cfg, new(consumertest.LogsSink))
-			require.NoError(t, err)
-			require.NoError(t, rcv.Start(context.Background(), componenttest.NewNopHost()))
-			time.Sleep(20 * time.Millisecond)
+			if err != nil {
+				errs <- err
+				return
+			}
+			if err := rcv.Start(context.Background(), componenttest.NewNopHost()); err != nil {
+				errs <- err
+				return
+			}
+			time.Sleep(20 * time.Millisecond) // let scans run
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
-			require.NoError(t, rcv.Shutdown(ctx))
+			errs <- rcv.Shutdown(ctx)
 		})
 	}
 	wg.Wait()
+	close(errs)
+	for err := range errs {
+		assert.NoError(t, err)
+	}
 }

@@ -5,7 +5,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"github.com/processctx/otelcol-processctx/internal/publisher"
+	"github.com/processctx/otelcol-processctx/internal/otep"
 	"github.com/processctx/otelcol-processctx/internal/pubtest"
 )
 
@@ -19,7 +19,7 @@ func TestHostModeFromAContainersPidNamespace(t *testing.T) {
 	pubtest.RequireRoot(t)
 	root := pubtest.MountProc(t, 0)
 	p := pubtest.Start(t, pubtest.C, pubtest.Options{Separate: true})
-	p.Publish(publisher.EncodeStrings(map[string]string{"service.name": "on-the-host"}))
+	p.Publish(otep.EncodeStrings(map[string]string{"service.name": "on-the-host"}))
 
 	server := startOTLPServer(t)
 	config := `

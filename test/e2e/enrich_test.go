@@ -17,7 +17,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
-	"github.com/processctx/otelcol-processctx/internal/publisher"
+	"github.com/processctx/otelcol-processctx/internal/otep"
 	"github.com/processctx/otelcol-processctx/internal/pubtest"
 )
 
@@ -53,7 +53,7 @@ func publishService(t *testing.T, kind pubtest.Kind, service string) *pubtest.Pr
 	res.PutStr("deployment.environment.name", "e2e")
 	attrs := pcommon.NewMap()
 	attrs.PutStr("threadlocal.schema_version", "tlsdesc_v1_dev")
-	payload, err := publisher.Encode(res, attrs)
+	payload, err := otep.Encode(res, attrs)
 	require.NoError(t, err)
 	p := pubtest.Start(t, kind, pubtest.Options{})
 	p.Publish(payload)

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/plog"
 
-	"github.com/processctx/otelcol-processctx/internal/publisher"
+	"github.com/processctx/otelcol-processctx/internal/otep"
 	"github.com/processctx/otelcol-processctx/internal/pubtest"
 )
 
@@ -64,9 +64,9 @@ func TestEntityEventsThroughTheCollector(t *testing.T) {
 	startCollector(t, entitiesConfig(server.addr))
 
 	goPub := pubtest.Start(t, pubtest.Go, pubtest.Options{})
-	goPub.Publish(publisher.EncodeStrings(map[string]string{"service.name": "e2e-go", "deployment.environment.name": "test"}))
+	goPub.Publish(otep.EncodeStrings(map[string]string{"service.name": "e2e-go", "deployment.environment.name": "test"}))
 	cPub := pubtest.Start(t, pubtest.C, pubtest.Options{Separate: true})
-	cPub.Publish(publisher.EncodeStrings(map[string]string{"service.name": "e2e-c"}))
+	cPub.Publish(otep.EncodeStrings(map[string]string{"service.name": "e2e-c"}))
 
 	g := waitEntityEvents(t, server, goPub.Pid, 1)
 	assert.Equal(t, "entity_state", g[0].kind)
@@ -77,7 +77,7 @@ func TestEntityEventsThroughTheCollector(t *testing.T) {
 	assert.Equal(t, "e2e-c", c[0].attrs["service.name"])
 
 	// An update arrives as a state event, an exit as a delete event.
-	goPub.Update(publisher.EncodeStrings(map[string]string{"service.name": "e2e-go", "service.version": "2"}))
+	goPub.Update(otep.EncodeStrings(map[string]string{"service.name": "e2e-go", "service.version": "2"}))
 	g = waitEntityEvents(t, server, goPub.Pid, 2)
 	assert.Equal(t, "entity_state", g[1].kind)
 	assert.Equal(t, "2", g[1].attrs["service.version"])
@@ -91,7 +91,7 @@ func TestHostilePublishersAndSIGTERM(t *testing.T) {
 	server := startOTLPServer(t)
 	col := startCollector(t, entitiesConfig(server.addr))
 
-	good := publisher.EncodeStrings(map[string]string{"service.name": "survivor"})
+	good := otep.EncodeStrings(map[string]string{"service.name": "survivor"})
 	for _, h := range []string{
 		"header 4f54454c5f43545a 2 80 1 inline",         // bad signature
 		"header 4f54454c5f435458 2 4294967295 1 inline", // size 4 GiB
@@ -111,7 +111,7 @@ func TestHostilePublishersAndSIGTERM(t *testing.T) {
 	events := waitEntityEvents(t, server, p.Pid, 1)
 	assert.Equal(t, "survivor", events[0].attrs["service.name"])
 	// Still reporting: a later update comes through.
-	p.Update(publisher.EncodeStrings(map[string]string{"service.name": "survivor", "round": "2"}))
+	p.Update(otep.EncodeStrings(map[string]string{"service.name": "survivor", "round": "2"}))
 	events = waitEntityEvents(t, server, p.Pid, 2)
 	assert.Equal(t, "2", events[1].attrs["round"])
 

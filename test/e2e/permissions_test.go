@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/processctx/otelcol-processctx/internal/publisher"
+	"github.com/processctx/otelcol-processctx/internal/otep"
 	"github.com/processctx/otelcol-processctx/internal/pubtest"
 )
 
@@ -27,7 +27,7 @@ func TestUnprivilegedUserWithCapabilities(t *testing.T) {
 		t.Fatalf("setpriv (util-linux) is needed to run as another user: %v", err)
 	}
 	p := pubtest.Start(t, pubtest.Go, pubtest.Options{})
-	p.Publish(publisher.EncodeStrings(map[string]string{"service.name": "root-service"}))
+	p.Publish(otep.EncodeStrings(map[string]string{"service.name": "root-service"}))
 
 	t.Run("with CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH", func(t *testing.T) {
 		server := startOTLPServer(t)

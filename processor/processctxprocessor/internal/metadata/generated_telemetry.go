@@ -24,11 +24,13 @@ const (
 	KindTooLarge         = "too_large"
 	KindTorn             = "torn"
 	KindMismatch         = "identity_mismatch"
+	KindStalled          = "stalled"
+	KindTimeout          = "timeout"
 	KindOther            = "other"
 )
 
 // ErrorKinds lists every value of the "kind" attribute.
-var ErrorKinds = []string{KindPermissionDenied, KindInvalid, KindTooLarge, KindTorn, KindMismatch, KindOther}
+var ErrorKinds = []string{KindPermissionDenied, KindInvalid, KindTooLarge, KindTorn, KindMismatch, KindStalled, KindTimeout, KindOther}
 
 // TelemetryBuilder holds the instruments of one processor instance (one
 // signal): the collector gives each pipeline's instance its own meter.
@@ -39,7 +41,8 @@ type TelemetryBuilder struct {
 	// NoContext counts items whose pid publishes no context (or no longer
 	// exists, past the grace period).
 	NoContext metric.Int64Counter
-	// Errors counts items whose process could not be read, by kind.
+	// Errors counts items whose process could not be read (or not in
+	// time), by kind.
 	Errors metric.Int64Counter
 
 	signal metric.MeasurementOption

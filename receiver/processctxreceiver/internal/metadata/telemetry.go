@@ -10,18 +10,12 @@ import (
 	"go.opentelemetry.io/otel/metric"
 )
 
-// Read outcomes, the values of the "outcome" attribute of the reads metric.
-const (
-	OutcomeOK               = "ok"
-	OutcomeUnchanged        = "unchanged"
-	OutcomeNoContext        = "no_context"
-	OutcomePermissionDenied = "permission_denied"
-	OutcomeInvalid          = "invalid"
-	OutcomeTooLarge         = "too_large"
-	OutcomeTorn             = "torn"
-	OutcomeGone             = "gone"
-	OutcomeError            = "error"
-)
+// Outcomes are the values of the "outcome" attribute of the reads metric.
+var Outcomes = []string{"ok", "unchanged", "no_context", "permission_denied", "invalid", "too_large", "torn", "gone", "stalled", "error"}
+
+// scanDurationBuckets show scans from a millisecond (a steady host) to tens
+// of seconds (discovery of a large host under load).
+var scanDurationBuckets = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30}
 
 // TelemetryBuilder holds the receiver's instruments.
 type TelemetryBuilder struct {
@@ -48,10 +42,10 @@ func NewTelemetryBuilder(settings component.TelemetrySettings) (*TelemetryBuilde
 		metric.WithDescription("Processes currently publishing a context."), metric.WithUnit("{process}"))
 	errs = errors.Join(errs, err)
 	tb.ScanDuration, err = meter.Float64Histogram("otelcol_process_context_receiver_scan_duration",
-		metric.WithDescription("Duration of one scan of the host's processes."), metric.WithUnit("s"))
+		metric.WithDescription("Duration of one scan of the host's processes."), metric.WithUnit("s"),
+		metric.WithExplicitBucketBoundaries(scanDurationBuckets...))
 	errs = errors.Join(errs, err)
-	for _, o := range []string{OutcomeOK, OutcomeUnchanged, OutcomeNoContext, OutcomePermissionDenied,
-		OutcomeInvalid, OutcomeTooLarge, OutcomeTorn, OutcomeGone, OutcomeError} {
+	for _, o := range Outcomes {
 		tb.outcomes[o] = metric.WithAttributeSet(attribute.NewSet(attribute.String("outcome", o)))
 	}
 	return tb, errs

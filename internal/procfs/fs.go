@@ -1,0 +1,117 @@
+package procfs
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// FS is a view of a procfs under a root path: "/" on the host, or e.g.
+// "/hostfs" in a container that mounts the host's procfs at /hostfs/proc.
+type FS struct {
+	root string
+	proc string
+	// sameNS: the pids of this procfs are the pids of our own pid namespace,
+	// so process_vm_readv(pid) reaches the process the procfs names.
+	sameNS bool
+
+	bootOnce sync.Once
+	bootTime int64
+	bootErr  error
+}
+
+// NewFS opens the procfs at <root>/proc. It fails when that is not a procfs.
+func NewFS(root string) (*FS, error) {
+	if root == "" {
+		root = "/"
+	}
+	root = filepath.Clean(root) // "/hostfs/" and "/hostfs" are one root
+	proc := filepath.Join(root, "proc")
+	var st unix.Statfs_t
+	if err := unix.Statfs(proc, &st); err != nil {
+		return nil, fmt.Errorf("procfs at %s: %w: %w", proc, ErrNoProcfs, err)
+	}
+	if st.Type != unix.PROC_SUPER_MAGIC {
+		return nil, fmt.Errorf("%s is not a procfs (filesystem type %#x): %w", proc, st.Type, ErrNoProcfs)
+	}
+	fs := &FS{root: root, proc: proc}
+	// "self" resolves to the reader's pid as this procfs's namespace sees it.
+	self, err := os.Readlink(filepath.Join(proc, "self"))
+	fs.sameNS = err == nil && self == strconv.Itoa(os.Getpid())
+	return fs, nil
+}
+
+// CheckHost reports (with ErrNotHostProcfs) a procfs that belongs to a
+// nested pid namespace. Kernel threads are visible only in the initial pid
+// namespace, so the host's procfs always lists kthreadd as pid 2 with
+// parent 0: a container's procfs (e.g. a root_path whose proc is the
+// collector's own instead of the host's) does not.
+func (fs *FS) CheckHost() error {
+	var buf [statBufSize]byte
+	st, err := fs.statFields(2, &buf)
+	if err == nil && st.ppid == 0 && string(st.comm) == "kthreadd" {
+		return nil
+	}
+	return fmt.Errorf("%s shows no kernel threads: it is the procfs of a container's pid namespace: %w", fs.proc, ErrNotHostProcfs)
+}
+
+// Root returns the root path the FS was opened with.
+func (fs *FS) Root() string { return fs.root }
+
+// ProcDir returns the procfs directory, <root>/proc.
+func (fs *FS) ProcDir() string { return fs.proc }
+
+// SameNamespace reports whether the procfs pids are those of the reader's pid
+// namespace, so that process_vm_readv(pid) reaches the process the procfs
+// names.
+func (fs *FS) SameNamespace() bool { return fs.sameNS }
+
+// Path returns <root>/proc/<pid>/<name>.
+func (fs *FS) Path(pid int, name string) string {
+	b := make([]byte, 0, len(fs.proc)+len(name)+12)
+	b = append(b, fs.proc...)
+	b = append(b, '/')
+	b = strconv.AppendInt(b, int64(pid), 10)
+	b = append(b, '/')
+	b = append(b, name...)
+	return string(b)
+}
+
+// BootTime returns the host's boot time in seconds since the epoch (btime of
+// <root>/proc/stat), read once.
+func (fs *FS) BootTime() (int64, error) {
+	fs.bootOnce.Do(func() {
+		data, err := os.ReadFile(filepath.Join(fs.proc, "stat"))
+		if err != nil {
+			fs.bootErr = fmt.Errorf("read boot time: %w", err)
+			return
+		}
+		fs.bootTime, fs.bootErr = parseBootTime(data)
+	})
+	return fs.bootTime, fs.bootErr
+}
+
+func parseBootTime(stat []byte) (int64, error) {
+	const key = "\nbtime "
+	for i := 0; i+len(key) <= len(stat); i++ {
+		if string(stat[i:i+len(key)]) != key {
+			continue
+		}
+		rest := stat[i+len(key):]
+		end := 0
+		for end < len(rest) && rest[end] >= '0' && rest[end] <= '9' {
+			end++
+		}
+		v, err := strconv.ParseInt(string(rest[:end]), 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("parse btime: %w", err)
+		}
+		return v, nil
+	}
+	return 0, errors.New("no btime line in stat")
+}

@@ -1,0 +1,127 @@
+package reader
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+
+	"github.com/processctx/otelcol-processctx/internal/otep"
+	"github.com/processctx/otelcol-processctx/internal/procfs"
+)
+
+// Via says how a process's memory is read.
+type Via uint8
+
+const (
+	// ViaAuto uses process_vm_readv when the procfs pids are the reader's
+	// own, and the mem file otherwise (or when the syscall is refused).
+	ViaAuto Via = iota
+	// ViaMemFile always uses pread on <root>/proc/<pid>/mem, which fails at
+	// once on userfaultfd-registered pages where process_vm_readv waits.
+	ViaMemFile
+)
+
+// Reader reads process contexts through one procfs. It is safe for
+// concurrent use.
+type Reader struct {
+	fs    *procfs.FS
+	otep  *otep.Reader
+	maps  sync.Pool // *[]byte scratch for maps files
+	stats readStats
+	// vmReadvUnavailable: process_vm_readv returned ENOSYS once; use the
+	// mem file from then on.
+	vmReadvUnavailable atomic.Bool
+}
+
+type readStats struct {
+	mapsFiles, mapsBytes, memoryReads, memoryBytes atomic.Uint64
+}
+
+// Stats counts what a Reader has read since it was created.
+type Stats struct {
+	MapsFiles   uint64 // maps files opened
+	MapsBytes   uint64 // bytes read from maps files
+	MemoryReads uint64 // reads of other processes' memory
+	MemoryBytes uint64 // bytes requested from other processes' memory
+}
+
+// Stats returns the reader's counters.
+func (r *Reader) Stats() Stats {
+	return Stats{
+		MapsFiles:   r.stats.mapsFiles.Load(),
+		MapsBytes:   r.stats.mapsBytes.Load(),
+		MemoryReads: r.stats.memoryReads.Load(),
+		MemoryBytes: r.stats.memoryBytes.Load(),
+	}
+}
+
+// New returns a reader of the processes of fs, bound by limits.
+func New(fs *procfs.FS, limits otep.Limits) (*Reader, error) {
+	or, err := otep.NewReader(limits)
+	if err != nil {
+		return nil, err
+	}
+	return &Reader{fs: fs, otep: or}, nil
+}
+
+// FS returns the procfs the reader reads.
+func (r *Reader) FS() *procfs.FS { return r.fs }
+
+// Limits returns the reader's limits.
+func (r *Reader) Limits() otep.Limits { return r.otep.Limits() }
+
+// Read finds the context mapping of pid and reads its context.
+func (r *Reader) Read(pid int) (otep.Context, otep.Mapping, error) {
+	m, err := r.FindMapping(pid)
+	if err != nil {
+		return otep.Context{}, otep.Mapping{}, err
+	}
+	ctx, _, err := r.ReadContext(pid, m.Start, 0, ViaAuto)
+	return ctx, m, err
+}
+
+// FindMapping streams <root>/proc/<pid>/maps and returns the first context
+// mapping (see otep.FindMapping).
+func (r *Reader) FindMapping(pid int) (otep.Mapping, error) {
+	f, err := os.Open(r.fs.Path(pid, "maps"))
+	if err != nil {
+		return otep.Mapping{}, procfs.WrapOS("open maps", pid, err)
+	}
+	defer f.Close()
+	buf := r.mapsBuffer()
+	defer r.maps.Put(buf)
+	m, read, err := otep.FindMapping(f, *buf)
+	r.stats.mapsFiles.Add(1)
+	r.stats.mapsBytes.Add(uint64(read))
+	switch {
+	case errors.Is(err, otep.ErrNoContext):
+		return otep.Mapping{}, fmt.Errorf("pid %d: %w", pid, err)
+	case err != nil:
+		return otep.Mapping{}, procfs.WrapOS("read maps", pid, err)
+	}
+	return m, nil
+}
+
+// ReadContext reads the context whose header is at addr (a mapping's start,
+// as FindMapping returned it) with the seqlock protocol. A caller holding
+// the context published at lastPublishedAt gets changed == false after one
+// 8-byte read while it is unchanged; 0 always reads.
+func (r *Reader) ReadContext(pid int, addr, lastPublishedAt uint64, via Via) (ctx otep.Context, changed bool, err error) {
+	mem := memory{r: r, pid: pid, via: via, fd: -1}
+	defer mem.close()
+	ctx, changed, err = r.otep.Read(&mem, addr, lastPublishedAt)
+	if err != nil {
+		return otep.Context{}, false, fmt.Errorf("context of pid %d: %w", pid, err)
+	}
+	return ctx, changed, nil
+}
+
+func (r *Reader) mapsBuffer() *[]byte {
+	if b, ok := r.maps.Get().(*[]byte); ok {
+		return b
+	}
+	b := make([]byte, otep.MapsBufferSize)
+	return &b
+}

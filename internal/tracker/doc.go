@@ -1,0 +1,33 @@
+// Package tracker is the one store of per-process facts under the
+// process_context receiver and processor: which processes on the host
+// publish a context, what they published, who they are (identity,
+// container id, pid in their namespace), when they changed, exited or
+// stopped answering.
+//
+// A Tracker polls the host on a schedule (discovery of new pids, a
+// timestamp read per publisher, bounded rescans of processes without a
+// context for late publishers), answers probes for pids it does not know
+// yet, and keeps ended publications for a retention period so that late
+// telemetry is still enriched. It reads processes through the Host
+// interface (NewHost reads the real procfs), so its logic is tested on
+// fakes.
+//
+// Nothing a process does can stall it: every read runs on a reader
+// goroutine under a deadline (Config.ReadTimeout). A read that does not
+// return in time is abandoned, its process quarantined (retried with
+// backoff, from then on through /proc/<pid>/mem), counted and reported, and
+// the abandoned reader replaced, up to Config.MaxStalled readers stuck at
+// once.
+//
+// Readers of its state take no lock: Snapshot returns an immutable view,
+// published atomically after every change, and Lookup answers from it.
+// Consumers of changes (the receiver) Subscribe; derived data that a
+// consumer needs per publication (the processor's filtered attributes) is
+// computed once per publication by a View.
+//
+// # Errors
+//
+// New and Config.Validate return plain errors describing what is wrong. The
+// tracker's reads are classified into Outcomes, never returned as errors;
+// ErrStalled is the error of a read abandoned at its deadline.
+package tracker

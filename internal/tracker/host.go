@@ -1,0 +1,64 @@
+package tracker
+
+import (
+	"github.com/processctx/otelcol-processctx/internal/otep"
+	"github.com/processctx/otelcol-processctx/internal/procfs"
+	"github.com/processctx/otelcol-processctx/internal/reader"
+)
+
+// Host reads the processes of one host. Any method but ListPids may block
+// as long as the process lets it: the tracker calls them on reader
+// goroutines under a deadline. Errors wrap the kinds of internal/otep and
+// internal/procfs (see OutcomeOf).
+type Host interface {
+	// ListPids returns every pid with the inode number of its procfs
+	// directory, valid until the next call. Only the tracker's loop calls
+	// it.
+	ListPids() ([]procfs.PidEntry, error)
+	// StartTime returns the start time of pid in clock ticks.
+	StartTime(pid int) (uint64, error)
+	// FindMapping returns the context mapping of pid.
+	FindMapping(pid int) (otep.Mapping, error)
+	// ReadContext reads the context whose header is at addr; see
+	// reader.Reader.ReadContext.
+	ReadContext(pid int, addr, lastPublishedAt uint64, via reader.Via) (otep.Context, bool, error)
+	// Identity reads what the host knows of pid.
+	Identity(pid int) (procfs.Identity, error)
+	// Executable names pid's executable for reports, best effort.
+	Executable(pid int) string
+	// ExplainDenied says why pid cannot be read and what would fix it.
+	ExplainDenied(pid int) string
+}
+
+// procHost is the Host of a procfs.
+type procHost struct {
+	fs     *procfs.FS
+	reader *reader.Reader
+	ids    *procfs.IdentityReader
+	lister procfs.PidLister
+}
+
+// NewHost returns the Host that reads the processes of fs, bound by limits.
+func NewHost(fs *procfs.FS, limits otep.Limits) (Host, error) {
+	r, err := reader.New(fs, limits)
+	if err != nil {
+		return nil, err
+	}
+	return &procHost{fs: fs, reader: r, ids: procfs.NewIdentityReader(fs)}, nil
+}
+
+func (h *procHost) ListPids() ([]procfs.PidEntry, error) { return h.lister.List(h.fs) }
+
+func (h *procHost) StartTime(pid int) (uint64, error) { return h.fs.StartTime(pid) }
+
+func (h *procHost) FindMapping(pid int) (otep.Mapping, error) { return h.reader.FindMapping(pid) }
+
+func (h *procHost) ReadContext(pid int, addr, last uint64, via reader.Via) (otep.Context, bool, error) {
+	return h.reader.ReadContext(pid, addr, last, via)
+}
+
+func (h *procHost) Identity(pid int) (procfs.Identity, error) { return h.ids.Identity(pid) }
+
+func (h *procHost) Executable(pid int) string { return h.fs.Executable(pid) }
+
+func (h *procHost) ExplainDenied(pid int) string { return h.fs.ExplainDenied(pid) }

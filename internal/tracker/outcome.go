@@ -1,0 +1,93 @@
+package tracker
+
+import (
+	"errors"
+
+	"github.com/processctx/otelcol-processctx/internal/otep"
+	"github.com/processctx/otelcol-processctx/internal/procfs"
+)
+
+// ErrStalled is the error of a read abandoned at its deadline.
+var ErrStalled = errors.New("read did not return in time")
+
+// Outcome classifies what a read of a process, or a lookup of a pid, found.
+type Outcome uint8
+
+const (
+	// OutcomeUnknown: the pid is not known yet (a lookup only).
+	OutcomeUnknown Outcome = iota
+	// OutcomeOK: a context was read.
+	OutcomeOK
+	// OutcomeUnchanged: the context had not changed (one timestamp read).
+	OutcomeUnchanged
+	// OutcomeNoContext: the process publishes no context.
+	OutcomeNoContext
+	// OutcomePermissionDenied: the reader lacks access to the process.
+	OutcomePermissionDenied
+	// OutcomeInvalid: the process publishes something that is not a valid
+	// context.
+	OutcomeInvalid
+	// OutcomeTooLarge: the context exceeds a limit.
+	OutcomeTooLarge
+	// OutcomeTorn: the context was being updated on every try.
+	OutcomeTorn
+	// OutcomeGone: the process exited while it was read.
+	OutcomeGone
+	// OutcomeStalled: the read did not return before its deadline, or the
+	// process is quarantined after such a read.
+	OutcomeStalled
+	// OutcomeError: any other failure (a procfs file that did not parse).
+	OutcomeError
+
+	numOutcomes
+)
+
+// Outcomes lists every outcome of a read, in order (OutcomeUnknown is not
+// one).
+var Outcomes = []Outcome{OutcomeOK, OutcomeUnchanged, OutcomeNoContext, OutcomePermissionDenied,
+	OutcomeInvalid, OutcomeTooLarge, OutcomeTorn, OutcomeGone, OutcomeStalled, OutcomeError}
+
+var outcomeNames = [numOutcomes]string{
+	OutcomeUnknown:          "unknown",
+	OutcomeOK:               "ok",
+	OutcomeUnchanged:        "unchanged",
+	OutcomeNoContext:        "no_context",
+	OutcomePermissionDenied: "permission_denied",
+	OutcomeInvalid:          "invalid",
+	OutcomeTooLarge:         "too_large",
+	OutcomeTorn:             "torn",
+	OutcomeGone:             "gone",
+	OutcomeStalled:          "stalled",
+	OutcomeError:            "error",
+}
+
+// String returns the outcome's name, as telemetry attributes carry it.
+func (o Outcome) String() string {
+	if o < numOutcomes {
+		return outcomeNames[o]
+	}
+	return "error"
+}
+
+// OutcomeOf classifies an error of a read.
+func OutcomeOf(err error) Outcome {
+	switch {
+	case err == nil:
+		return OutcomeOK
+	case errors.Is(err, ErrStalled):
+		return OutcomeStalled
+	case errors.Is(err, procfs.ErrProcessGone):
+		return OutcomeGone
+	case errors.Is(err, procfs.ErrPermissionDenied):
+		return OutcomePermissionDenied
+	case errors.Is(err, otep.ErrNoContext):
+		return OutcomeNoContext
+	case errors.Is(err, otep.ErrTorn):
+		return OutcomeTorn
+	case errors.Is(err, otep.ErrInvalid):
+		return OutcomeInvalid
+	case errors.Is(err, otep.ErrTooLarge):
+		return OutcomeTooLarge
+	}
+	return OutcomeError
+}

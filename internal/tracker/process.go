@@ -1,0 +1,73 @@
+package tracker
+
+import (
+	"time"
+
+	"github.com/processctx/otelcol-processctx/internal/otep"
+	"github.com/processctx/otelcol-processctx/internal/procfs"
+)
+
+// Key identifies a process: pids are reused, (pid, start time) are not.
+type Key struct {
+	PID        int
+	StartTicks uint64
+}
+
+// Process is one publication of a context by one process, as the tracker
+// last read it. A Process is never modified once published: a change
+// makes a new one. Its maps are shared by every reader and must be treated
+// as read-only.
+type Process struct {
+	Key
+	// Identity is what the host knows of the process, read with the context.
+	Identity procfs.Identity
+	// Context is the published context.
+	Context otep.Context
+	// Addr is the address of the context's header in the process.
+	Addr uint64
+	// EndedAt is when the publication ended (the process exited,
+	// unpublished, or published something unreadable); zero while it is
+	// live. An ended publication stays in snapshots for Config.Retention.
+	EndedAt time.Time
+
+	// views holds the value of each View at the index of its id.
+	views []any
+}
+
+// Live reports whether the publication has not ended.
+func (p *Process) Live() bool { return p.EndedAt.IsZero() }
+
+// ContainerPid is a pid as a container sees it: the container's id and the
+// pid in its innermost pid namespace.
+type ContainerPid struct {
+	ContainerID string
+	VPID        int
+}
+
+// View computes, once per publication, data a consumer derives from it
+// (e.g. the processor's filtered attributes), so that its hot path reads it
+// without computing or locking. Views are added with Tracker.AddView.
+type View struct {
+	id int
+}
+
+// Of returns the view's value for p, or nil when p predates the view (it
+// never does in a snapshot taken after AddView returned).
+func (v View) Of(p *Process) any {
+	if v.id < len(p.views) {
+		return p.views[v.id]
+	}
+	return nil
+}
+
+// withViews returns a copy of p with its views computed by fns.
+func (p *Process) withViews(fns []func(*Process) any) *Process {
+	c := *p
+	c.views = make([]any, len(fns))
+	for i, fn := range fns {
+		if fn != nil {
+			c.views[i] = fn(&c)
+		}
+	}
+	return &c
+}

@@ -1,0 +1,165 @@
+package tracker
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// reports turns the processes that cannot be read into at most one warning
+// of each kind per report interval, naming a few of them: their
+// executables (and why a denied one is denied) are read by an opDescribe
+// job, under the same deadline as every read.
+type reports struct {
+	log *zap.Logger
+
+	// Collected by the scan that just finished.
+	denied, stalled       []int
+	deniedN, stalledN     int
+	newlyStalled          int
+	lastDenied, lastStall time.Time
+
+	// The warnings waiting for their descriptions.
+	pending *pendingReport
+}
+
+type pendingReport struct {
+	denied, stalled   []described
+	deniedN, stalledN int
+	left              int
+	readTimeout       time.Duration
+	interval          time.Duration
+}
+
+type described struct {
+	pid      int
+	exe, why string
+}
+
+func (r *reports) deniedPid(pid int) {
+	r.deniedN++
+	r.denied = keepLowest(r.denied, pid)
+}
+
+func (r *reports) quarantinedPid(pid int) {
+	r.stalledN++
+	r.stalled = keepLowest(r.stalled, pid)
+}
+
+// keepLowest adds pid to the sorted list of the maxReported lowest pids.
+func keepLowest(pids []int, pid int) []int {
+	i, _ := slices.BinarySearch(pids, pid)
+	if i >= maxReported {
+		return pids
+	}
+	pids = slices.Insert(pids, i, pid)
+	if len(pids) > maxReported {
+		pids = pids[:maxReported]
+	}
+	return pids
+}
+
+// stalledNow counts a read abandoned since the last warning.
+func (r *reports) stalledNow(int) { r.newlyStalled++ }
+
+// due returns the describe job of the warnings due after a scan, or nil.
+func (r *reports) due(now time.Time, cfg Config) *job {
+	defer func() {
+		r.denied, r.stalled = r.denied[:0], r.stalled[:0]
+		r.deniedN, r.stalledN = 0, 0
+	}()
+	if r.pending != nil {
+		return nil
+	}
+	deniedDue := r.deniedN > 0 && (r.lastDenied.IsZero() || now.Sub(r.lastDenied) >= cfg.ReportInterval)
+	stalledDue := r.stalledN > 0 && (r.lastStall.IsZero() || now.Sub(r.lastStall) >= cfg.ReportInterval)
+	if !deniedDue && !stalledDue {
+		return nil
+	}
+	p := &pendingReport{readTimeout: cfg.ReadTimeout, interval: cfg.ReportInterval}
+	j := &job{}
+	if deniedDue {
+		r.lastDenied = now
+		p.deniedN = r.deniedN
+		for _, pid := range r.denied {
+			p.denied = append(p.denied, described{pid: pid})
+			j.reqs = append(j.reqs, request{pid: pid, op: opDescribe, why: true})
+		}
+	}
+	if stalledDue {
+		r.lastStall = now
+		p.stalledN = r.stalledN
+		for _, pid := range r.stalled {
+			p.stalled = append(p.stalled, described{pid: pid})
+			j.reqs = append(j.reqs, request{pid: pid, op: opDescribe})
+		}
+		r.newlyStalled = 0
+	}
+	p.left = len(j.reqs)
+	r.pending = p
+	return j
+}
+
+// described records the description of one process (empty when its read
+// did not return) and logs the warnings once every one is in.
+func (r *reports) described(req *request) {
+	p := r.pending
+	if p == nil {
+		return
+	}
+	for _, list := range [][]described{p.denied, p.stalled} {
+		for i := range list {
+			if list[i].pid == req.pid && list[i].exe == "" {
+				list[i].exe, list[i].why = req.res.exe, req.res.why
+				if list[i].exe == "" {
+					list[i].exe = "?"
+				}
+				break
+			}
+		}
+	}
+	if p.left--; p.left > 0 {
+		return
+	}
+	r.pending = nil
+	if p.deniedN > 0 {
+		fields := []zap.Field{
+			zap.Int("processes", p.deniedN),
+			zap.String("pids", describeList(p.denied)),
+			zap.Duration("next_warning_in", p.interval),
+		}
+		if len(p.denied) > 0 && p.denied[0].why != "" {
+			fields = append(fields, zap.String("reason", p.denied[0].why))
+		}
+		for _, d := range p.denied[min(1, len(p.denied)):] {
+			if d.why != "" && d.why != p.denied[0].why {
+				fields = append(fields, zap.String("reason_pid_"+strconv.Itoa(d.pid), d.why))
+			}
+		}
+		r.log.Warn("Cannot read the process context of some processes: permission denied", fields...)
+	}
+	if p.stalledN > 0 {
+		r.log.Warn("Some processes did not answer a read in time and are quarantined: they are retried with backoff, and the rest of the host is read on schedule",
+			zap.Int("processes", p.stalledN),
+			zap.String("pids", describeList(p.stalled)),
+			zap.Duration("read_timeout", p.readTimeout),
+			zap.Duration("next_warning_in", p.interval))
+	}
+}
+
+func describeList(list []described) string {
+	var b strings.Builder
+	for i, d := range list {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(strconv.Itoa(d.pid))
+		b.WriteString(" (")
+		b.WriteString(d.exe)
+		b.WriteString(")")
+	}
+	return b.String()
+}

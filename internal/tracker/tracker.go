@@ -1,0 +1,1022 @@
+package tracker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/processctx/otelcol-processctx/internal/reader"
+)
+
+const (
+	// rescanFastChecks is how many re-reads happen at RescanInterval
+	// before the wait starts doubling.
+	rescanFastChecks = 4
+	// jobSize is the most requests one job carries.
+	jobSize = 16
+	// Quarantine backoff: the first retry after quarantineMin, doubling up
+	// to quarantineMax.
+	quarantineMin = 30 * time.Second
+	quarantineMax = 10 * time.Minute
+	// maxReported is how many processes a warning names.
+	maxReported = 5
+)
+
+// proc is what the tracker knows of one pid. Kept small: most processes on
+// a host publish nothing.
+type proc struct {
+	start uint64 // start time in clock ticks: (pid, start) is the key
+	// ino is the inode number of the /proc/<pid> directory: it changes
+	// when the pid names another process, so while it stays, the start
+	// time need not be read again.
+	ino      uint64
+	checked  int64  // clock of the last maps read without a context; 0: never
+	gen      uint32 // scan generation that last listed the pid
+	status   Outcome
+	rechecks uint8 // maps reads without a context since the last change
+	inflight bool  // a request for the pid is queued or running
+	stuck    bool  // a read of the pid was abandoned and has not returned
+	memFile  bool  // read memory through the mem file (it stalled once)
+	q        *quarantine
+	pub      *Process // the live publication, nil when none
+}
+
+type quarantine struct {
+	until   int64 // clock before which the pid is not read
+	strikes uint8
+}
+
+type retainedPub struct {
+	p     *Process
+	until int64
+}
+
+// Tracker tracks the processes of one host. See the package documentation.
+type Tracker struct {
+	cfg   Config
+	host  Host
+	log   *zap.Logger
+	now   func() time.Time
+	epoch time.Time
+	pool  *pool
+
+	// Owned by the loop.
+	procs    map[int]*proc
+	gen      uint32
+	pubs     map[int]*Process // live and retained publications
+	retained []retainedPub    // ended publications, oldest first
+	views    []func(*Process) any
+	scan     *scanState
+	// rescanNext are Rescan calls waiting for a scan to start after the
+	// one in progress.
+	rescanNext   []chan struct{}
+	pendingStats *ScanStats // the last scan's summary, not handed out yet
+	backlog      []*job
+	urgent       []*job
+	// outstanding counts the jobs handed to the readers, not back yet.
+	outstanding int
+	waiters     map[int][]*probeWait
+	changes     []Change
+	dirty       bool
+	reports     reports
+	scanned     bool
+	overruns    int
+
+	outcomes outcomeTable
+	snap     atomic.Pointer[Snapshot]
+	snapGen  uint64
+
+	subsMu sync.Mutex
+	subs   []*Subscription
+
+	probes chan *probeWait
+	hints  chan int
+	soon   chan chan struct{}
+	// lastSoon is the clock of the last scan started by ScanSoon.
+	lastSoon int64
+	control  chan func()
+	stop     chan struct{}
+	done     chan struct{}
+	started  atomic.Bool
+	stopped  sync.Once
+}
+
+// scanState is the scan in progress.
+type scanState struct {
+	gen        uint32
+	began      time.Time
+	pending    int // jobs not back yet
+	candidates []int
+	stats      ScanStats
+	waiters    []chan struct{} // Rescan calls waiting for this scan
+}
+
+// probeWait is one Probe call waiting for its pids.
+type probeWait struct {
+	pids []int
+	left int
+	done chan struct{}
+}
+
+// Option changes how New makes a tracker.
+type Option func(*Tracker)
+
+// WithClock makes the tracker read time from now (tests move it).
+func WithClock(now func() time.Time) Option {
+	return func(t *Tracker) { t.now = now }
+}
+
+// New returns a tracker that reads host. Start starts it.
+func New(host Host, cfg Config, logger *zap.Logger, opts ...Option) (*Tracker, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("tracker: %w", err)
+	}
+	t := &Tracker{
+		cfg:     cfg,
+		host:    host,
+		log:     logger,
+		reports: reports{log: logger},
+		now:     time.Now,
+		procs:   map[int]*proc{},
+		pubs:    map[int]*Process{},
+		waiters: map[int][]*probeWait{},
+		probes:  make(chan *probeWait, 64),
+		hints:   make(chan int, 256),
+		soon:    make(chan chan struct{}, 1),
+		control: make(chan func()),
+		stop:    make(chan struct{}),
+		done:    make(chan struct{}),
+	}
+	for _, o := range opts {
+		o(t)
+	}
+	t.publishSnapshot()
+	return t, nil
+}
+
+// StuckReads returns how many reads were abandoned at their deadline and
+// have not returned yet (each holds a reader goroutine).
+func (t *Tracker) StuckReads() int {
+	if !t.started.Load() {
+		return 0
+	}
+	t.pool.mu.Lock()
+	defer t.pool.mu.Unlock()
+	return t.pool.stalled
+}
+
+// Config returns the tracker's configuration.
+func (t *Tracker) Config() Config { return t.cfg }
+
+// Start starts the readers and the loop; the first scan begins at once.
+func (t *Tracker) Start() {
+	if !t.started.CompareAndSwap(false, true) {
+		return
+	}
+	t.epoch = t.now()
+	t.pool = newPool(t.host, t.cfg, t.now)
+	t.pool.start(t.cfg.Readers)
+	go t.run()
+}
+
+// Stop stops the tracker. It returns once the loop has stopped, or with
+// ctx's error; readers blocked in a read are left behind and exit when the
+// read returns.
+func (t *Tracker) Stop(ctx context.Context) error {
+	if !t.started.Load() {
+		return nil
+	}
+	t.stopped.Do(func() { close(t.stop) })
+	select {
+	case <-t.done:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	// Readers not blocked in a read exit right away.
+	quick, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	t.pool.wait(quick.Done())
+	return nil
+}
+
+// Snapshot returns the current view of the publications. It takes no lock.
+func (t *Tracker) Snapshot() *Snapshot { return t.snap.Load() }
+
+// Probe asks for the pids that the snapshot does not know to be read now,
+// before any scan work. The returned channel is closed once each of them has
+// been read (or its read abandoned); nil means the tracker cannot take the
+// request now. Callers that cannot wait long select on it with a timer:
+// the reads go on, and a later snapshot has their results.
+func (t *Tracker) Probe(pids []int) <-chan struct{} {
+	if len(pids) == 0 || !t.started.Load() {
+		return nil
+	}
+	w := &probeWait{pids: slices.Clone(pids), done: make(chan struct{})}
+	select {
+	case t.probes <- w:
+		return w.done
+	default:
+		return nil
+	}
+}
+
+// Hint says that telemetry names pid, which the snapshot says publishes
+// nothing: the tracker reads its maps again if it did not in the last
+// Config.HintInterval, so that a late publisher is found sooner than its
+// rescan. It never blocks.
+func (t *Tracker) Hint(pid int) {
+	if !t.started.Load() {
+		return
+	}
+	select {
+	case t.hints <- pid:
+	default:
+	}
+}
+
+// ScanSoon asks for a scan now, for a process the snapshot should know but
+// does not (a container's process known only by its namespace pid: only a
+// listing finds it). Scans it starts are at most one per
+// Config.HintInterval. The channel is closed when the scan in progress, or
+// the one started, finishes; nil when none is (it never blocks).
+func (t *Tracker) ScanSoon() <-chan struct{} {
+	if !t.started.Load() {
+		return nil
+	}
+	done := make(chan struct{})
+	select {
+	case t.soon <- done:
+		return done
+	default:
+		return nil
+	}
+}
+
+// scanSoon handles a ScanSoon call.
+func (t *Tracker) scanSoon(done chan struct{}) {
+	if t.scan == nil {
+		if now := t.clock(); t.lastSoon == 0 || now-t.lastSoon >= int64(t.cfg.HintInterval) {
+			t.lastSoon = now
+			t.startScan()
+		}
+	}
+	if t.scan == nil {
+		close(done)
+		return
+	}
+	t.scan.waiters = append(t.scan.waiters, done)
+}
+
+// Rescan starts a scan now (or after the one in progress) and waits until
+// it has finished.
+func (t *Tracker) Rescan(ctx context.Context) error {
+	done := make(chan struct{})
+	if err := t.onLoop(ctx, func() {
+		if t.scan != nil {
+			t.rescanNext = append(t.rescanNext, done)
+			return
+		}
+		t.startScan()
+		if t.scan == nil {
+			close(done) // the scan failed, or finished at once
+			return
+		}
+		t.scan.waiters = append(t.scan.waiters, done)
+	}); err != nil {
+		return err
+	}
+	select {
+	case <-done:
+		return nil
+	case <-t.done:
+		return errors.New("tracker stopped")
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Idle waits until the tracker has nothing to read: no scan in progress,
+// no request queued or running, no warning waiting for its descriptions.
+func (t *Tracker) Idle(ctx context.Context) error {
+	for {
+		idle := false
+		if err := t.onLoop(ctx, func() {
+			idle = t.scan == nil && len(t.backlog) == 0 && len(t.urgent) == 0 && t.outstanding == 0 && t.reports.pending == nil
+		}); err != nil {
+			return err
+		}
+		if idle {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// Subscribe returns a subscription to the tracker's changes; it starts with
+// a Published change for every live publication.
+func (t *Tracker) Subscribe(ctx context.Context) (*Subscription, error) {
+	s := newSubscription(t)
+	err := t.onLoop(ctx, func() {
+		var initial []Change
+		for _, p := range t.pubs {
+			if p.Live() {
+				initial = append(initial, Change{Kind: Published, Process: p})
+			}
+		}
+		t.subsMu.Lock()
+		t.subs = append(t.subs, s)
+		t.subsMu.Unlock()
+		if len(initial) > 0 {
+			s.push(initial, nil)
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func (t *Tracker) unsubscribe(s *Subscription) {
+	t.subsMu.Lock()
+	defer t.subsMu.Unlock()
+	if i := slices.Index(t.subs, s); i >= 0 {
+		t.subs = slices.Delete(t.subs, i, i+1)
+	}
+}
+
+// AddView adds a view computed once per publication by fn (on the
+// tracker's goroutine: fn must be quick and must not keep p). Every
+// snapshot taken after AddView returns has it.
+func (t *Tracker) AddView(ctx context.Context, fn func(*Process) any) (View, error) {
+	var v View
+	err := t.onLoop(ctx, func() {
+		v = View{id: len(t.views)}
+		t.views = append(t.views, fn)
+		t.recomputeViews()
+		t.publishSnapshot() // before AddView returns
+	})
+	return v, err
+}
+
+// RemoveView stops computing v.
+func (t *Tracker) RemoveView(ctx context.Context, v View) error {
+	return t.onLoop(ctx, func() {
+		if v.id < len(t.views) {
+			t.views[v.id] = nil
+		}
+	})
+}
+
+// onLoop runs fn on the loop and waits for it.
+func (t *Tracker) onLoop(ctx context.Context, fn func()) error {
+	if !t.started.Load() {
+		return errors.New("tracker not started")
+	}
+	ran := make(chan struct{})
+	select {
+	case t.control <- func() { fn(); close(ran) }:
+	case <-t.done:
+		return errors.New("tracker stopped")
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case <-ran:
+		return nil
+	case <-t.done:
+		return errors.New("tracker stopped")
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// clock is the loop's time: nanoseconds since Start (never 0 after it).
+func (t *Tracker) clock() int64 { return int64(t.now().Sub(t.epoch)) + 1 }
+
+func (t *Tracker) run() {
+	defer close(t.done)
+	defer t.pool.close()
+	t.startScan()
+	ticker := time.NewTicker(t.cfg.ScanInterval)
+	defer ticker.Stop()
+	for {
+		var normal, urgent chan<- *job
+		var nextNormal, nextUrgent *job
+		if len(t.backlog) > 0 {
+			normal, nextNormal = t.pool.normal, t.backlog[0]
+		}
+		if len(t.urgent) > 0 {
+			urgent, nextUrgent = t.pool.urgent, t.urgent[0]
+		}
+		select {
+		case <-t.stop:
+			t.cancelWaiters()
+			return
+		case <-ticker.C:
+			if t.scan == nil {
+				t.startScan()
+			} else {
+				t.overruns++
+			}
+		case j := <-t.pool.results:
+			t.applyJob(j)
+		case pid := <-t.pool.released:
+			t.released(pid)
+		case w := <-t.probes:
+			t.probe(w)
+		case pid := <-t.hints:
+			t.hint(pid)
+		case done := <-t.soon:
+			t.scanSoon(done)
+		case fn := <-t.control:
+			fn()
+		case normal <- nextNormal:
+			t.backlog = pop(t.backlog)
+			t.outstanding++
+		case urgent <- nextUrgent:
+			t.urgent = pop(t.urgent)
+			t.outstanding++
+		}
+		t.flush()
+	}
+}
+
+func pop(q []*job) []*job {
+	q[0] = nil
+	if len(q) == 1 {
+		return q[:0]
+	}
+	return q[1:]
+}
+
+// startScan lists the host's pids and queues the reads of the scan.
+func (t *Tracker) startScan() {
+	entries, err := t.host.ListPids()
+	if err != nil {
+		t.log.Error("Cannot list the host's processes", zap.Error(err))
+		return
+	}
+	t.gen++
+	s := &scanState{gen: t.gen, began: t.now()}
+	s.stats.Began = s.began
+	s.stats.Processes = len(entries)
+	t.scan = s
+	now := t.clock()
+	var b batcher
+	for _, ent := range entries {
+		pid := ent.Pid
+		p := t.procs[pid]
+		if p == nil {
+			p = &proc{ino: ent.Ino, gen: s.gen}
+			t.procs[pid] = p
+			b.add(t, p, request{pid: pid, op: opDiscover})
+			continue
+		}
+		p.gen = s.gen
+		switch {
+		case p.inflight, p.stuck:
+		case p.q != nil && now < p.q.until:
+		case p.ino != ent.Ino || ent.Ino == 0 || p.start == 0:
+			// A new /proc entry: a new process, or only a new inode for
+			// the same one (procfs may drop and re-create it). The start
+			// time tells. (No start time yet: its first read was
+			// abandoned.)
+			p.ino = ent.Ino
+			b.add(t, p, request{pid: pid, op: opDiscover, via: p.via()})
+		case p.pub != nil:
+			b.add(t, p, request{pid: pid, op: opRefresh, start: p.start, addr: p.pub.Addr, last: p.pub.Context.PublishedAt, via: p.via()})
+		case p.status != OutcomeGone && now-p.checked >= int64(t.rescanDelay(p)):
+			s.candidates = append(s.candidates, pid)
+		}
+	}
+	// Late publishers: the longest-waiting first, within the budget.
+	slices.SortFunc(s.candidates, func(a, b int) int {
+		return compareInt64(t.procs[a].checked, t.procs[b].checked)
+	})
+	for _, pid := range s.candidates[:min(len(s.candidates), t.cfg.RescanBudget)] {
+		p := t.procs[pid]
+		b.add(t, p, request{pid: pid, op: opLocate, start: p.start, via: p.via()})
+	}
+	s.candidates = nil
+	b.flush(t)
+	if s.pending == 0 {
+		t.finishScan()
+	}
+}
+
+func compareInt64(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// batcher groups the requests of a scan into jobs.
+type batcher struct{ cur *job }
+
+func (b *batcher) add(t *Tracker, p *proc, r request) {
+	p.inflight = true
+	if b.cur == nil {
+		b.cur = &job{scan: t.scan.gen, reqs: make([]request, 0, jobSize)}
+	}
+	b.cur.reqs = append(b.cur.reqs, r)
+	if len(b.cur.reqs) == jobSize {
+		b.flush(t)
+	}
+}
+
+func (b *batcher) flush(t *Tracker) {
+	if b.cur == nil {
+		return
+	}
+	t.scan.pending++
+	t.backlog = append(t.backlog, b.cur)
+	b.cur = nil
+}
+
+func (p *proc) via() reader.Via {
+	if p.memFile {
+		return reader.ViaMemFile
+	}
+	return reader.ViaAuto
+}
+
+// rescanDelay is how long a process without a context waits before its
+// maps are read again: RescanInterval for the first rescanFastChecks
+// re-reads, then doubled after each one that found nothing, up to
+// RescanMaxInterval. SDKs publish soon after start; a process that did not
+// for an hour is unlikely to in the next minute.
+func (t *Tracker) rescanDelay(p *proc) time.Duration {
+	d := t.cfg.RescanInterval
+	for i := rescanFastChecks; i <= int(p.rechecks); i++ {
+		if d >= t.cfg.RescanMaxInterval/2 {
+			return t.cfg.RescanMaxInterval
+		}
+		d *= 2
+	}
+	return min(d, t.cfg.RescanMaxInterval)
+}
+
+// applyJob applies what a job read.
+func (t *Tracker) applyJob(j *job) {
+	t.outstanding--
+	n := j.completed()
+	for i := range n {
+		t.apply(&j.reqs[i], j.scan)
+	}
+	j.mu.Lock()
+	state, stalledAt := j.state, j.stalledAt
+	j.mu.Unlock()
+	var rest []request
+	switch state {
+	case jobStalled:
+		t.stalled(&j.reqs[stalledAt], j.scan)
+		rest = j.reqs[stalledAt+1:]
+	case jobNotRun:
+		rest = j.reqs
+	}
+	if len(rest) > 0 && state == jobStalled {
+		// The reads the abandoned reader did not get to.
+		again := &job{scan: j.scan, urgent: j.urgent, reqs: make([]request, len(rest))}
+		for i, r := range rest {
+			r.res = result{}
+			again.reqs[i] = r
+		}
+		t.enqueue(again)
+	} else {
+		for i := range rest {
+			t.skipped(&rest[i])
+		}
+	}
+	if j.scan != 0 && t.scan != nil && j.scan == t.scan.gen {
+		t.scan.pending--
+		if t.scan.pending == 0 {
+			t.finishScan()
+		}
+	}
+}
+
+func (t *Tracker) enqueue(j *job) {
+	if j.scan != 0 && t.scan != nil && j.scan == t.scan.gen {
+		t.scan.pending++
+	}
+	if j.urgent {
+		t.urgent = append(t.urgent, j)
+	} else {
+		t.backlog = append(t.backlog, j)
+	}
+}
+
+// apply updates the state of one process from a request's result.
+func (t *Tracker) apply(r *request, scanGen uint32) {
+	if r.op == opDescribe {
+		t.reports.described(r)
+		return
+	}
+	defer t.resolved(r.pid)
+	p := t.procs[r.pid]
+	if p == nil {
+		return
+	}
+	p.inflight = false
+	o := r.outcome()
+	if t.scan != nil && scanGen == t.scan.gen {
+		t.scan.stats.Reads[o]++
+	}
+	if o == OutcomeGone {
+		t.forget(r.pid, p)
+		return
+	}
+	if r.op == opDiscover && p.start != r.res.start {
+		if p.start != 0 {
+			// The pid was reused.
+			t.endPublication(r.pid, p, Exited)
+			*p = proc{ino: p.ino, gen: p.gen, inflight: p.inflight}
+		}
+		p.start = r.res.start
+		if old := t.pubs[r.pid]; old != nil && old.StartTicks != p.start {
+			// An ended publication of the pid's previous process: the pid
+			// now names this one.
+			delete(t.pubs, r.pid)
+			t.dirty = true
+		}
+	}
+	if o == OutcomeOK || o == OutcomeUnchanged || o == OutcomeNoContext {
+		p.q = nil
+	}
+	switch r.op {
+	case opRefresh:
+		t.applyRefresh(r, p, o)
+	default:
+		if p.pub != nil && o != OutcomeOK && r.op == opDiscover {
+			// A new inode for a publisher that now has no readable context.
+			t.applyRefresh(r, p, o)
+			return
+		}
+		t.applyLocate(r, p, o)
+	}
+}
+
+func (t *Tracker) applyLocate(r *request, p *proc, o Outcome) {
+	now := t.clock()
+	if p.checked != 0 && p.rechecks < 255 {
+		p.rechecks++
+	}
+	p.checked = now
+	switch o {
+	case OutcomeOK:
+		t.publish(r.pid, p, r.res)
+	case OutcomeTorn:
+		// Mid-update: look again at the next scan.
+		p.checked = 0
+		t.setStatus(r.pid, p, OutcomeNoContext)
+	default:
+		t.setStatus(r.pid, p, o)
+	}
+}
+
+func (t *Tracker) applyRefresh(r *request, p *proc, o Outcome) {
+	switch {
+	case o == OutcomeUnchanged:
+	case o == OutcomeOK:
+		t.publish(r.pid, p, r.res)
+	case o == OutcomeNoContext && (r.res.relocated || r.op == opDiscover):
+		t.endPublication(r.pid, p, Unpublished)
+		p.checked, p.rechecks = t.clock(), 0 // it may publish again soon
+		t.setStatus(r.pid, p, OutcomeNoContext)
+	case (o == OutcomeInvalid || o == OutcomeTooLarge) && (r.res.relocated || r.op == opDiscover):
+		t.endPublication(r.pid, p, Invalidated)
+		p.checked, p.rechecks = t.clock(), 0
+		t.setStatus(r.pid, p, o)
+	default:
+		// Torn, permission, an error: keep the context, try again at the
+		// next scan.
+	}
+}
+
+// publish records a context read and emits its change.
+func (t *Tracker) publish(pid int, p *proc, res result) {
+	kind := Updated
+	switch {
+	case p.pub == nil:
+		kind = Published
+	case p.pub.Addr == res.addr && p.pub.Context.PublishedAt == res.ctx.PublishedAt:
+		return // the same context, read again (a new inode, say)
+	}
+	pub := (&Process{
+		Key:      Key{PID: pid, StartTicks: p.start},
+		Identity: res.identity,
+		Context:  res.ctx,
+		Addr:     res.addr,
+	}).withViews(t.views)
+	p.pub = pub
+	p.status = OutcomeOK
+	t.pubs[pid] = pub
+	t.outcomes.set(pid, OutcomeNoContext) // shadowed by the publication
+	t.changes = append(t.changes, Change{Kind: kind, Process: pub})
+	t.dirty = true
+}
+
+// endPublication ends p's live publication, if any, keeping it for the
+// retention period.
+func (t *Tracker) endPublication(pid int, p *proc, kind ChangeKind) {
+	if p.pub == nil {
+		return
+	}
+	ended := *p.pub
+	ended.EndedAt = t.now()
+	p.pub = nil
+	t.changes = append(t.changes, Change{Kind: kind, Process: &ended})
+	t.dirty = true
+	if t.cfg.Retention <= 0 {
+		delete(t.pubs, pid)
+		return
+	}
+	t.pubs[pid] = &ended
+	t.retained = append(t.retained, retainedPub{p: &ended, until: t.clock() + int64(t.cfg.Retention)})
+}
+
+func (t *Tracker) setStatus(pid int, p *proc, o Outcome) {
+	p.status = o
+	t.outcomes.set(pid, o)
+}
+
+// forget drops a process that exited. Lookups of its pid say so (without a
+// read) until a scan lists the pid again.
+func (t *Tracker) forget(pid int, p *proc) {
+	t.endPublication(pid, p, Exited)
+	delete(t.procs, pid)
+	t.outcomes.set(pid, OutcomeGone)
+}
+
+// stalled quarantines the process whose read did not return in time.
+func (t *Tracker) stalled(r *request, scanGen uint32) {
+	if r.op == opDescribe {
+		t.reports.described(r)
+		return
+	}
+	defer t.resolved(r.pid)
+	if t.scan != nil && scanGen == t.scan.gen {
+		t.scan.stats.Reads[OutcomeStalled]++
+	}
+	p := t.procs[r.pid]
+	if p == nil {
+		return
+	}
+	p.inflight = false
+	p.stuck = true
+	p.memFile = true
+	if p.q == nil {
+		p.q = &quarantine{}
+	}
+	if p.q.strikes < 16 {
+		p.q.strikes++
+	}
+	backoff := quarantineMin << (p.q.strikes - 1)
+	if backoff > quarantineMax || backoff <= 0 {
+		backoff = quarantineMax
+	}
+	p.q.until = t.clock() + int64(backoff)
+	if p.pub == nil {
+		t.setStatus(r.pid, p, OutcomeStalled)
+	}
+	t.reports.stalledNow(r.pid)
+	t.log.Debug("Read abandoned at its deadline", zap.Int("pid", r.pid),
+		zap.Duration("read_timeout", t.cfg.ReadTimeout), zap.Duration("retry_in", backoff))
+}
+
+// released: the abandoned read of pid returned.
+func (t *Tracker) released(pid int) {
+	if p := t.procs[pid]; p != nil {
+		p.stuck = false
+	}
+}
+
+// skipped: a request no reader could run; try again at the next scan.
+func (t *Tracker) skipped(r *request) {
+	if r.op == opDescribe {
+		t.reports.described(r)
+		return
+	}
+	if p := t.procs[r.pid]; p != nil {
+		p.inflight = false
+	}
+	t.resolved(r.pid)
+}
+
+// probe handles a Probe call.
+func (t *Tracker) probe(w *probeWait) {
+	var reqs []request
+	for _, pid := range w.pids {
+		if pid <= 0 || pid >= maxPID {
+			continue
+		}
+		p := t.procs[pid]
+		switch {
+		case p == nil:
+			p = &proc{gen: t.gen}
+			t.procs[pid] = p
+			p.inflight = true
+			reqs = append(reqs, request{pid: pid, op: opDiscover})
+		case !p.inflight:
+			continue // known meanwhile
+		}
+		t.waiters[pid] = append(t.waiters[pid], w)
+		w.left++
+	}
+	// One job per pid: a process that stalls its read holds up no other
+	// probe (a job's requests run one after the other).
+	for i := range reqs {
+		t.enqueue(&job{urgent: true, reqs: reqs[i : i+1 : i+1]})
+	}
+	if w.left == 0 {
+		close(w.done)
+	}
+}
+
+// resolved wakes the probes waiting for pid.
+func (t *Tracker) resolved(pid int) {
+	ws := t.waiters[pid]
+	if ws == nil {
+		return
+	}
+	delete(t.waiters, pid)
+	for _, w := range ws {
+		if w.left--; w.left == 0 {
+			close(w.done)
+		}
+	}
+}
+
+func (t *Tracker) cancelWaiters() {
+	for pid := range t.waiters {
+		t.resolved(pid)
+	}
+}
+
+// hint handles a Hint call.
+func (t *Tracker) hint(pid int) {
+	if pid <= 0 || pid >= maxPID {
+		return
+	}
+	p := t.procs[pid]
+	now := t.clock()
+	switch {
+	case p == nil:
+		p = &proc{gen: t.gen, inflight: true}
+		t.procs[pid] = p
+		t.enqueue(&job{reqs: []request{{pid: pid, op: opDiscover}}})
+	case p.inflight, p.pub != nil, p.stuck, p.status == OutcomeGone:
+	case p.q != nil && now < p.q.until:
+	case p.start == 0:
+		p.inflight = true
+		t.enqueue(&job{reqs: []request{{pid: pid, op: opDiscover, via: p.via()}}})
+	case now-p.checked >= int64(t.cfg.HintInterval):
+		p.inflight = true
+		t.enqueue(&job{reqs: []request{{pid: pid, op: opLocate, start: p.start, via: p.via()}}})
+	}
+}
+
+// finishScan sweeps the processes the scan did not list, expires retained
+// publications and reports.
+func (t *Tracker) finishScan() {
+	s := t.scan
+	for pid, p := range t.procs {
+		if p.gen != s.gen && !p.inflight {
+			t.forget(pid, p)
+			continue
+		}
+		if p.pub != nil {
+			s.stats.Publishers++
+		}
+		switch {
+		case p.q != nil:
+			s.stats.Quarantined++
+			t.reports.quarantinedPid(pid)
+		case p.pub == nil && p.status == OutcomePermissionDenied:
+			s.stats.Denied++
+			t.reports.deniedPid(pid)
+		}
+	}
+	t.expire()
+	s.stats.Duration = t.now().Sub(s.began)
+	t.scanned = true
+	t.dirty = true
+	t.scan = nil
+	t.pendingStats = &s.stats
+	if j := t.reports.due(t.now(), t.cfg); j != nil {
+		t.enqueue(j)
+	}
+	t.flush()
+	for _, done := range s.waiters {
+		close(done)
+	}
+	if next := t.rescanNext; len(next) > 0 {
+		t.rescanNext = nil
+		t.startScan()
+		if t.scan == nil {
+			for _, done := range next {
+				close(done)
+			}
+			return
+		}
+		t.scan.waiters = append(t.scan.waiters, next...)
+	}
+}
+
+// expire drops retained publications whose retention has passed.
+func (t *Tracker) expire() {
+	now := t.clock()
+	n := 0
+	for n < len(t.retained) && now >= t.retained[n].until {
+		r := t.retained[n].p
+		if t.pubs[r.PID] == r {
+			delete(t.pubs, r.PID)
+			t.dirty = true
+		}
+		t.retained[n] = retainedPub{}
+		n++
+	}
+	t.retained = t.retained[n:]
+}
+
+// flush publishes a new snapshot, then hands the changes and the last
+// scan's summary to the subscribers.
+func (t *Tracker) flush() {
+	if t.dirty {
+		t.dirty = false
+		t.publishSnapshot()
+	}
+	if len(t.changes) == 0 && t.pendingStats == nil {
+		return
+	}
+	changes, stats := t.changes, t.pendingStats
+	t.changes, t.pendingStats = nil, nil
+	t.subsMu.Lock()
+	subs := slices.Clone(t.subs)
+	t.subsMu.Unlock()
+	for _, s := range subs {
+		s.push(changes, stats)
+	}
+}
+
+func (t *Tracker) publishSnapshot() {
+	t.snapGen++
+	s := &Snapshot{
+		byPID:       make(map[int]*Process, len(t.pubs)),
+		byContainer: map[ContainerPid]*Process{},
+		outcomes:    &t.outcomes,
+		Generation:  t.snapGen,
+		Scanned:     t.scanned,
+	}
+	for pid, p := range t.pubs {
+		s.byPID[pid] = p
+		if cid := p.Identity.ContainerID; cid != "" {
+			k := ContainerPid{cid, p.Identity.VPID()}
+			// A live publication wins over an ended one of the same pair.
+			if cur := s.byContainer[k]; cur == nil || !cur.Live() {
+				s.byContainer[k] = p
+			}
+		}
+	}
+	t.snap.Store(s)
+}
+
+// recomputeViews gives every publication the views' values.
+func (t *Tracker) recomputeViews() {
+	for pid, p := range t.pubs {
+		np := p.withViews(t.views)
+		t.pubs[pid] = np
+		if pr := t.procs[pid]; pr != nil && pr.pub == p {
+			pr.pub = np
+		}
+		for i := range t.retained {
+			if t.retained[i].p == p {
+				t.retained[i].p = np
+			}
+		}
+	}
+	t.dirty = true
+}
+
+// ReaderOf returns the procfs reader of a Host made by NewHost, for
+// callers that report its counters; nil for other hosts.
+func ReaderOf(h Host) *reader.Reader {
+	if ph, ok := h.(*procHost); ok {
+		return ph.reader
+	}
+	return nil
+}

@@ -1,0 +1,565 @@
+package tracker_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/processctx/otelcol-processctx/internal/otep"
+	"github.com/processctx/otelcol-processctx/internal/procfs"
+	"github.com/processctx/otelcol-processctx/internal/pubtest"
+	"github.com/processctx/otelcol-processctx/internal/reader"
+	"github.com/processctx/otelcol-processctx/internal/tracker"
+	"github.com/processctx/otelcol-processctx/internal/tracker/trackertest"
+)
+
+func TestMain(m *testing.M) {
+	code := pubtest.Main(m)
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// harness runs a tracker on a fake host with a fake clock; scans happen
+// only when the test asks (Rescan).
+type harness struct {
+	t     *testing.T
+	host  *trackertest.Host
+	clock *trackertest.Clock
+	tr    *tracker.Tracker
+	sub   *tracker.Subscription
+	logs  *observer.ObservedLogs
+}
+
+func testConfig() tracker.Config {
+	cfg := tracker.DefaultConfig()
+	cfg.ScanInterval = time.Hour // the test drives the scans
+	cfg.ReadTimeout = 40 * time.Millisecond
+	return cfg
+}
+
+func newHarness(t *testing.T, cfg tracker.Config, host *trackertest.Host) *harness {
+	t.Helper()
+	core, logs := observer.New(zap.DebugLevel)
+	clock := trackertest.NewClock()
+	tr, err := tracker.New(host, cfg, zap.New(core), tracker.WithClock(clock.Now))
+	require.NoError(t, err)
+	tr.Start()
+	t.Cleanup(func() {
+		host.Unblock() // stuck readers exit
+		require.NoError(t, tr.Stop(context.Background()))
+	})
+	sub, err := tr.Subscribe(context.Background())
+	require.NoError(t, err)
+	h := &harness{t: t, host: host, clock: clock, tr: tr, sub: sub, logs: logs}
+	h.rescan() // the first scan started with the tracker; wait for one after it
+	h.take()
+	return h
+}
+
+func (h *harness) rescan() {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	require.NoError(h.t, h.tr.Rescan(ctx))
+}
+
+// take returns the changes so far, in order, as "kind pid service".
+func (h *harness) take() []string {
+	h.t.Helper()
+	changes, _ := h.sub.Take()
+	var out []string
+	for _, c := range changes {
+		svc, _ := c.Process.Context.Resource.Get("service.name")
+		out = append(out, fmt.Sprintf("%s %d %s", kindName(c.Kind), c.Process.PID, svc.Str()))
+	}
+	return out
+}
+
+func kindName(k tracker.ChangeKind) string {
+	return map[tracker.ChangeKind]string{tracker.Published: "published", tracker.Updated: "updated", tracker.Unpublished: "unpublished", tracker.Invalidated: "invalidated", tracker.Exited: "exited"}[k]
+}
+
+func (h *harness) lookup(pid int) (string, tracker.Outcome) {
+	p, o := h.tr.Snapshot().Lookup(pid)
+	if p == nil {
+		return "", o
+	}
+	v, _ := p.Context.Resource.Get("service.name")
+	return v.Str(), o
+}
+
+func TestLifecycle(t *testing.T) {
+	host := trackertest.NewHost()
+	host.Add(10)
+	host.Add(11)
+	host.Publish(11, "checkout")
+	h := newHarness(t, testConfig(), host)
+
+	// The harness's first scans found the publisher.
+	svc, o := h.lookup(11)
+	assert.Equal(t, "checkout", svc)
+	assert.Equal(t, tracker.OutcomeOK, o)
+	_, o = h.lookup(10)
+	assert.Equal(t, tracker.OutcomeNoContext, o)
+	_, o = h.lookup(12)
+	assert.Equal(t, tracker.OutcomeUnknown, o)
+
+	// Steady state: one timestamp read for the publisher, nothing else.
+	host.ResetCounts()
+	h.rescan()
+	assert.Equal(t, 1, host.Count("read"))
+	assert.Zero(t, host.Count("maps"))
+	assert.Zero(t, host.Count("start"))
+	assert.Zero(t, host.Count("identity"))
+	assert.Empty(t, h.take())
+
+	host.Publish(11, "checkout-v2")
+	h.rescan()
+	assert.Equal(t, []string{"updated 11 checkout-v2"}, h.take())
+
+	host.Unpublish(11)
+	h.rescan()
+	assert.Equal(t, []string{"unpublished 11 checkout-v2"}, h.take())
+	// Retained for late telemetry, then gone.
+	svc, _ = h.lookup(11)
+	assert.Equal(t, "checkout-v2", svc)
+	h.clock.Advance(testConfig().Retention)
+	h.rescan()
+	_, o = h.lookup(11)
+	assert.Equal(t, tracker.OutcomeNoContext, o)
+
+	host.Publish(11, "again")
+	h.clock.Advance(testConfig().RescanInterval)
+	h.rescan()
+	assert.Equal(t, []string{"published 11 again"}, h.take())
+
+	host.Remove(11)
+	h.rescan()
+	assert.Equal(t, []string{"exited 11 again"}, h.take())
+	svc, _ = h.lookup(11)
+	assert.Equal(t, "again", svc, "retained after exit")
+	h.clock.Advance(testConfig().Retention)
+	h.rescan()
+	_, o = h.lookup(11)
+	assert.Equal(t, tracker.OutcomeGone, o, "known to be gone, without a read")
+}
+
+func TestPidReuse(t *testing.T) {
+	host := trackertest.NewHost()
+	host.Add(20)
+	host.Publish(20, "old")
+	h := newHarness(t, testConfig(), host)
+	first, _ := h.tr.Snapshot().Lookup(20)
+	require.NotNil(t, first)
+
+	host.Reuse(20)
+	host.Publish(20, "new")
+	h.rescan()
+	assert.Equal(t, []string{"exited 20 old", "published 20 new"}, h.take())
+	p, _ := h.tr.Snapshot().Lookup(20)
+	require.NotNil(t, p)
+	assert.NotEqual(t, first.StartTicks, p.StartTicks)
+	assert.True(t, p.Live())
+
+	// Reused by a process without a context: the old publication no longer
+	// answers for the pid.
+	host.Reuse(20)
+	h.rescan()
+	assert.Equal(t, []string{"exited 20 new"}, h.take())
+	_, o := h.lookup(20)
+	assert.Equal(t, tracker.OutcomeNoContext, o)
+}
+
+func TestReadOutcomes(t *testing.T) {
+	tests := []struct {
+		name   string
+		method string
+		err    error
+		want   tracker.Outcome
+	}{
+		{"permission denied", "maps", fmt.Errorf("open maps of pid 30: %w", procfs.ErrPermissionDenied), tracker.OutcomePermissionDenied},
+		{"invalid", "read", fmt.Errorf("header: %w", otep.ErrInvalid), tracker.OutcomeInvalid},
+		{"too large", "read", fmt.Errorf("header: %w", otep.ErrTooLarge), tracker.OutcomeTooLarge},
+		{"malformed stat", "start", fmt.Errorf("stat: %w", procfs.ErrMalformed), tracker.OutcomeError},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			host := trackertest.NewHost()
+			host.Add(30).Errs[tt.method] = tt.err
+			host.Publish(30, "x")
+			h := newHarness(t, testConfig(), host)
+			_, o := h.lookup(30)
+			assert.Equal(t, tt.want, o)
+			assert.Empty(t, h.take())
+		})
+	}
+}
+
+func TestInvalidatedPublication(t *testing.T) {
+	host := trackertest.NewHost()
+	host.Add(31)
+	host.Publish(31, "fine")
+	h := newHarness(t, testConfig(), host)
+	host.Set(31, func(p *trackertest.Proc) { p.Errs["read"] = fmt.Errorf("payload: %w", otep.ErrInvalid) })
+	h.rescan()
+	assert.Equal(t, []string{"invalidated 31 fine"}, h.take())
+	// Like an exit or an unpublish: the last context serves late telemetry
+	// for the retention period.
+	svc, _ := h.lookup(31)
+	assert.Equal(t, "fine", svc)
+}
+
+func TestTornAndPermissionKeepThePublication(t *testing.T) {
+	for _, err := range []error{otep.ErrTorn, procfs.ErrPermissionDenied} {
+		t.Run(err.Error(), func(t *testing.T) {
+			host := trackertest.NewHost()
+			host.Add(32)
+			host.Publish(32, "kept")
+			h := newHarness(t, testConfig(), host)
+			host.Publish(32, "newer")
+			host.Set(32, func(p *trackertest.Proc) { p.Errs["read"] = err })
+			h.rescan()
+			assert.Empty(t, h.take())
+			p, _ := h.tr.Snapshot().Lookup(32)
+			require.NotNil(t, p)
+			assert.True(t, p.Live())
+		})
+	}
+}
+
+func TestRescanSchedule(t *testing.T) {
+	cfg := testConfig()
+	cfg.RescanInterval = 30 * time.Second
+	cfg.RescanMaxInterval = 4 * time.Minute
+	host := trackertest.NewHost()
+	host.Add(40)
+	h := newHarness(t, cfg, host)
+
+	maps := func() int {
+		host.ResetCounts()
+		h.rescan()
+		return host.Count("maps")
+	}
+	assert.Zero(t, maps(), "not due yet")
+	// Four re-reads at the rescan interval, then the wait doubles.
+	for i := range 4 {
+		h.clock.Advance(30 * time.Second)
+		assert.Equal(t, 1, maps(), "re-read %d", i)
+	}
+	h.clock.Advance(30 * time.Second)
+	assert.Zero(t, maps(), "now every minute")
+	h.clock.Advance(30 * time.Second)
+	assert.Equal(t, 1, maps())
+	for _, d := range []time.Duration{2 * time.Minute, 4 * time.Minute, 4 * time.Minute} {
+		h.clock.Advance(d - time.Second)
+		assert.Zero(t, maps(), "before %s", d)
+		h.clock.Advance(time.Second)
+		assert.Equal(t, 1, maps(), "after %s", d)
+	}
+
+	// A late publisher is found at its next re-read.
+	host.Publish(40, "late")
+	h.clock.Advance(4 * time.Minute)
+	h.rescan()
+	assert.Equal(t, []string{"published 40 late"}, h.take())
+}
+
+func TestRescanBudget(t *testing.T) {
+	cfg := testConfig()
+	cfg.RescanBudget = 3
+	host := trackertest.NewHost()
+	for pid := 100; pid < 110; pid++ {
+		host.Add(pid)
+	}
+	h := newHarness(t, cfg, host)
+	h.clock.Advance(cfg.RescanInterval)
+	for _, want := range []int{3, 3, 3, 1} {
+		host.ResetCounts()
+		h.rescan()
+		assert.Equal(t, want, host.Count("maps"))
+	}
+}
+
+func TestProbe(t *testing.T) {
+	host := trackertest.NewHost()
+	h := newHarness(t, testConfig(), host)
+	host.Add(50)
+	host.Publish(50, "new")
+	host.Add(51)
+
+	done := h.tr.Probe([]int{50, 51, 52})
+	require.NotNil(t, done)
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("probe did not finish")
+	}
+	svc, o := h.lookup(50)
+	assert.Equal(t, "new", svc)
+	assert.Equal(t, tracker.OutcomeOK, o)
+	_, o = h.lookup(51)
+	assert.Equal(t, tracker.OutcomeNoContext, o)
+	_, o = h.lookup(52)
+	assert.Equal(t, tracker.OutcomeGone, o, "no such process")
+
+	// A known pid answers at once, without a read.
+	host.ResetCounts()
+	done = h.tr.Probe([]int{51})
+	<-done
+	assert.Zero(t, host.Count("start")+host.Count("maps"))
+}
+
+func TestHint(t *testing.T) {
+	cfg := testConfig()
+	cfg.HintInterval = 5 * time.Second
+	host := trackertest.NewHost()
+	host.Add(60)
+	h := newHarness(t, cfg, host)
+	host.Publish(60, "late")
+
+	// Checked at discovery just now: a hint does nothing yet.
+	h.tr.Hint(60)
+	h.rescan() // the hint is handled before the scan starts
+	assert.Empty(t, h.take())
+
+	h.clock.Advance(cfg.HintInterval)
+	h.tr.Hint(60)
+	require.Eventually(t, func() bool {
+		p, _ := h.tr.Snapshot().Lookup(60)
+		return p != nil
+	}, 10*time.Second, time.Millisecond)
+	assert.Equal(t, []string{"published 60 late"}, h.take())
+}
+
+func TestContainerIndex(t *testing.T) {
+	host := trackertest.NewHost()
+	cid := "4f3c2b1a0f9e8d7c6b5a4f3c2b1a0f9e8d7c6b5a4f3c2b1a0f9e8d7c6b5a4f3c"
+	host.Add(70).ContainerID = cid
+	host.Set(70, func(p *trackertest.Proc) { p.NSpid = []int{70, 1} })
+	host.Publish(70, "in-a-container")
+	h := newHarness(t, testConfig(), host)
+	p := h.tr.Snapshot().InContainer(cid, 1)
+	require.NotNil(t, p)
+	assert.Equal(t, 70, p.PID)
+	assert.Nil(t, h.tr.Snapshot().InContainer(cid, 70))
+	assert.Nil(t, h.tr.Snapshot().InContainer("other", 1))
+}
+
+func TestViews(t *testing.T) {
+	host := trackertest.NewHost()
+	host.Add(80)
+	host.Publish(80, "a")
+	h := newHarness(t, testConfig(), host)
+	v, err := h.tr.AddView(context.Background(), func(p *tracker.Process) any {
+		s, _ := p.Context.Resource.Get("service.name")
+		return "view of " + s.Str()
+	})
+	require.NoError(t, err)
+	p, _ := h.tr.Snapshot().Lookup(80)
+	assert.Equal(t, "view of a", v.Of(p))
+
+	host.Publish(80, "b")
+	h.rescan()
+	p, _ = h.tr.Snapshot().Lookup(80)
+	assert.Equal(t, "view of b", v.Of(p))
+
+	require.NoError(t, h.tr.RemoveView(context.Background(), v))
+	host.Publish(80, "c")
+	h.rescan()
+	p, _ = h.tr.Snapshot().Lookup(80)
+	assert.Nil(t, v.Of(p))
+}
+
+// quarantineMin is the first backoff of a quarantined process.
+const quarantineMin = 30 * time.Second
+
+func TestStalledReadIsQuarantined(t *testing.T) {
+	host := trackertest.NewHost()
+	host.Add(90).Block = "maps"
+	host.Publish(90, "hostile")
+	host.Add(91)
+	host.Publish(91, "good")
+	cfg := testConfig()
+	core, logs := observer.New(zap.DebugLevel)
+	clock := trackertest.NewClock()
+	tr, err := tracker.New(host, cfg, zap.New(core), tracker.WithClock(clock.Now))
+	require.NoError(t, err)
+	tr.Start()
+	t.Cleanup(func() {
+		host.Unblock()
+		require.NoError(t, tr.Stop(context.Background()))
+	})
+
+	// The first scan cannot finish until the stuck read is abandoned: its
+	// deadline passes when the clock moves past it.
+	scanned := make(chan error, 1)
+	go func() { scanned <- tr.Rescan(context.Background()) }()
+	require.Eventually(t, func() bool { return host.Count("maps") >= 1 }, 10*time.Second, time.Millisecond)
+	clock.Advance(cfg.ReadTimeout + time.Millisecond)
+	select {
+	case err := <-scanned:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the scan waits for a stuck read")
+	}
+	p, _ := tr.Snapshot().Lookup(91)
+	require.NotNil(t, p, "the good publisher is read")
+	_, o := tr.Snapshot().Lookup(90)
+	assert.Equal(t, tracker.OutcomeStalled, o)
+
+	// Reported once, with its pid and executable.
+	require.Eventually(t, func() bool { return logs.FilterMessageSnippet("quarantined").Len() == 1 }, 10*time.Second, time.Millisecond)
+	entry := logs.FilterMessageSnippet("quarantined").All()[0]
+	assert.Equal(t, "90 (proc-90)", entry.ContextMap()["pids"])
+
+	// While its read is stuck the process is not read again, even once its
+	// backoff has passed.
+	host.ResetCounts()
+	clock.Advance(quarantineMin)
+	require.NoError(t, tr.Rescan(context.Background()))
+	assert.Zero(t, host.Count("maps"))
+
+	// Once the read returns, it is retried after the backoff, through the
+	// mem file.
+	host.Set(90, func(p *trackertest.Proc) { p.Block = "" })
+	host.Unblock()
+	require.Eventually(t, func() bool { return tr.StuckReads() == 0 }, 10*time.Second, time.Millisecond)
+	clock.Advance(quarantineMin)
+	host.ResetCounts()
+	require.NoError(t, tr.Rescan(context.Background()))
+	assert.Equal(t, 1, host.Count("maps"))
+	p, _ = tr.Snapshot().Lookup(90)
+	require.NotNil(t, p)
+	assert.Equal(t, []reader.Via{reader.ViaMemFile}, host.Vias(90))
+	assert.Equal(t, 1, logs.FilterMessageSnippet("quarantined").Len(), "one warning per report interval")
+}
+
+func TestStopWithAStuckRead(t *testing.T) {
+	host := trackertest.NewHost()
+	host.Add(95).Block = "start"
+	tr, err := tracker.New(host, testConfig(), zap.NewNop())
+	require.NoError(t, err)
+	tr.Start()
+	require.Eventually(t, func() bool { return host.Count("start") == 1 }, 10*time.Second, time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	began := time.Now()
+	require.NoError(t, tr.Stop(ctx))
+	assert.Less(t, time.Since(began), 5*time.Second)
+	host.Unblock()
+}
+
+func TestPermissionWarnings(t *testing.T) {
+	host := trackertest.NewHost()
+	for pid := 1; pid <= 7; pid++ {
+		p := host.Add(pid)
+		p.Errs["maps"] = fmt.Errorf("open maps of pid %d: %w", pid, procfs.ErrPermissionDenied)
+		p.Why = "because"
+	}
+	host.Set(1, func(p *trackertest.Proc) { p.Why = "pid 1 is special" })
+	cfg := testConfig()
+	h := newHarness(t, cfg, host)
+	warnings := func() []observer.LoggedEntry {
+		return h.logs.FilterMessageSnippet("permission denied").All()
+	}
+	require.Eventually(t, func() bool { return len(warnings()) == 1 }, 10*time.Second, time.Millisecond)
+	w := warnings()[0].ContextMap()
+	assert.Equal(t, int64(7), w["processes"])
+	assert.Equal(t, "1 (proc-1), 2 (proc-2), 3 (proc-3), 4 (proc-4), 5 (proc-5)", w["pids"])
+	assert.Equal(t, "pid 1 is special", w["reason"])
+	assert.Equal(t, "because", w["reason_pid_2"])
+
+	// No second warning within the report interval, however many scans.
+	for range 3 {
+		h.clock.Advance(cfg.RescanInterval)
+		h.rescan()
+	}
+	assert.Len(t, warnings(), 1)
+	h.clock.Advance(cfg.ReportInterval)
+	h.rescan()
+	require.Eventually(t, func() bool { return len(warnings()) == 2 }, 10*time.Second, time.Millisecond)
+}
+
+func TestSubscriptionCoalesces(t *testing.T) {
+	host := trackertest.NewHost()
+	host.Add(5)
+	host.Publish(5, "v1")
+	h := newHarness(t, testConfig(), host)
+	// Three versions before the consumer takes any: it sees the last.
+	for _, v := range []string{"v2", "v3", "v4"} {
+		host.Publish(5, v)
+		h.rescan()
+	}
+	host.Remove(5)
+	h.rescan()
+	assert.Equal(t, []string{"updated 5 v4", "exited 5 v4"}, h.take())
+
+	// A late subscriber starts with the live publications.
+	host.Add(6)
+	host.Publish(6, "live")
+	h.clock.Advance(time.Hour)
+	h.rescan()
+	late, err := h.tr.Subscribe(context.Background())
+	require.NoError(t, err)
+	changes, _ := late.Take()
+	require.Len(t, changes, 1)
+	assert.Equal(t, tracker.Published, changes[0].Kind)
+	assert.Equal(t, 6, changes[0].Process.PID)
+	late.Close()
+}
+
+func TestScanStats(t *testing.T) {
+	host := trackertest.NewHost()
+	host.Add(1)
+	host.Add(2)
+	host.Publish(2, "x")
+	h := newHarness(t, testConfig(), host)
+	h.rescan()
+	_, stats := h.sub.Take()
+	require.NotEmpty(t, stats)
+	last := stats[len(stats)-1]
+	assert.Equal(t, 2, last.Processes)
+	assert.Equal(t, 1, last.Publishers)
+	assert.Equal(t, int64(1), last.Reads[tracker.OutcomeUnchanged])
+}
+
+func TestOutcomeOf(t *testing.T) {
+	for err, want := range map[error]tracker.Outcome{
+		nil:                          tracker.OutcomeOK,
+		tracker.ErrStalled:           tracker.OutcomeStalled,
+		procfs.ErrProcessGone:        tracker.OutcomeGone,
+		procfs.ErrPermissionDenied:   tracker.OutcomePermissionDenied,
+		procfs.ErrMalformed:          tracker.OutcomeError,
+		otep.ErrNoContext:            tracker.OutcomeNoContext,
+		otep.ErrTorn:                 tracker.OutcomeTorn,
+		otep.ErrInvalid:              tracker.OutcomeInvalid,
+		otep.ErrTooLarge:             tracker.OutcomeTooLarge,
+		errors.New("something else"): tracker.OutcomeError,
+	} {
+		assert.Equal(t, want, tracker.OutcomeOf(err), "%v", err)
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	require.NoError(t, tracker.DefaultConfig().Validate())
+	bad := tracker.Config{RescanMaxInterval: -1, Retention: -1}
+	err := bad.Validate()
+	require.Error(t, err)
+	for _, want := range []string{"scan interval", "rescan interval", "hint interval", "read timeout", "report interval", "rescan budget", "retention", "readers", "max stalled"} {
+		assert.Contains(t, err.Error(), want)
+	}
+}

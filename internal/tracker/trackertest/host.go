@@ -1,0 +1,300 @@
+// Package trackertest provides a fake tracker.Host: processes that exist
+// only in memory, whose reads can be made to fail or to block, and a clock
+// that moves only when told. The tracker, the receiver and the processor
+// test their logic on it without root, gcc or real processes.
+package trackertest
+
+import (
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+
+	"github.com/processctx/otelcol-processctx/internal/otep"
+	"github.com/processctx/otelcol-processctx/internal/procfs"
+	"github.com/processctx/otelcol-processctx/internal/reader"
+	"github.com/processctx/otelcol-processctx/internal/tracker"
+)
+
+// Methods of Host, as Proc.Errs, Proc.Block and Host.Count name them.
+const (
+	MethodStart    = "start"
+	MethodMaps     = "maps"
+	MethodRead     = "read"
+	MethodIdentity = "identity"
+)
+
+// Host is a host of fake processes. It is safe for concurrent use.
+type Host struct {
+	mu      sync.Mutex
+	procs   map[int]*Proc
+	calls   map[string]int
+	vias    map[int][]reader.Via
+	release chan struct{}
+	entries []procfs.PidEntry
+}
+
+// Proc is one fake process. Change it through Host.Set once the host is in
+// use.
+type Proc struct {
+	Start uint64
+	Ino   uint64
+	// Ctx is the published context; nil: no context mapping.
+	Ctx  *otep.Context
+	Addr uint64
+	// Errs makes a method fail for this process.
+	Errs map[string]error
+	// Block makes a method block until Host.Unblock.
+	Block       string
+	Exe         string
+	ContainerID string
+	NSpid       []int
+	// Why is what ExplainDenied says.
+	Why string
+}
+
+var _ tracker.Host = (*Host)(nil)
+
+// NewHost returns a host without processes.
+func NewHost() *Host {
+	return &Host{procs: map[int]*Proc{}, calls: map[string]int{}, vias: map[int][]reader.Via{}, release: make(chan struct{})}
+}
+
+// Add adds a process without a context.
+func (h *Host) Add(pid int) *Proc {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	p := &Proc{
+		Start: uint64(1000 + pid),
+		Ino:   uint64(pid)*10 + 1,
+		Addr:  0x7f0000000000 + uint64(pid)<<12,
+		Errs:  map[string]error{},
+		Exe:   fmt.Sprintf("proc-%d", pid),
+		NSpid: []int{pid},
+	}
+	h.procs[pid] = p
+	return p
+}
+
+// Publish makes pid publish service.name = service, a new version each
+// call.
+func (h *Host) Publish(pid int, service string) {
+	res := pcommon.NewMap()
+	res.PutStr("service.name", service)
+	h.PublishResource(pid, res)
+}
+
+// PublishResource makes pid publish res (a copy), a new version each call.
+func (h *Host) PublishResource(pid int, res pcommon.Map) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	p := h.procs[pid]
+	ts := uint64(1)
+	if p.Ctx != nil {
+		ts = p.Ctx.PublishedAt + 1
+	}
+	c := pcommon.NewMap()
+	res.CopyTo(c)
+	p.Ctx = &otep.Context{PublishedAt: ts, Resource: c, Attributes: pcommon.NewMap()}
+}
+
+// Unpublish removes pid's context.
+func (h *Host) Unpublish(pid int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.procs[pid].Ctx = nil
+}
+
+// Remove makes pid exit.
+func (h *Host) Remove(pid int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.procs, pid)
+}
+
+// Reuse makes pid name a new process without a context (a new start time
+// and inode).
+func (h *Host) Reuse(pid int) *Proc {
+	h.mu.Lock()
+	old := h.procs[pid]
+	h.mu.Unlock()
+	p := h.Add(pid)
+	h.mu.Lock()
+	p.Start, p.Ino = old.Start+7, old.Ino+7
+	h.mu.Unlock()
+	return p
+}
+
+// Set changes pid under the host's lock.
+func (h *Host) Set(pid int, fn func(*Proc)) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	fn(h.procs[pid])
+}
+
+// Count returns the calls of a method since the last ResetCounts.
+func (h *Host) Count(method string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.calls[method]
+}
+
+// Vias returns how each ReadContext of pid read memory, in order.
+func (h *Host) Vias(pid int) []reader.Via {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]reader.Via(nil), h.vias[pid]...)
+}
+
+// ResetCounts forgets the calls so far.
+func (h *Host) ResetCounts() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	clear(h.calls)
+	clear(h.vias)
+}
+
+// Unblock releases every blocked read, for good.
+func (h *Host) Unblock() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	select {
+	case <-h.release:
+	default:
+		close(h.release)
+	}
+}
+
+// enter counts a call and returns the process, after blocking when the
+// method is to block. The process is looked up again after the block: it
+// may have exited meanwhile.
+func (h *Host) enter(method string, pid int) (*Proc, error) {
+	h.mu.Lock()
+	h.calls[method]++
+	p := h.procs[pid]
+	block := p != nil && p.Block == method
+	release := h.release
+	h.mu.Unlock()
+	if block {
+		<-release
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	p = h.procs[pid]
+	if p == nil {
+		return nil, fmt.Errorf("pid %d: %w", pid, procfs.ErrProcessGone)
+	}
+	if err := p.Errs[method]; err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// ListPids implements tracker.Host.
+func (h *Host) ListPids() ([]procfs.PidEntry, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.calls["list"]++
+	h.entries = h.entries[:0]
+	for pid, p := range h.procs {
+		h.entries = append(h.entries, procfs.PidEntry{Pid: pid, Ino: p.Ino})
+	}
+	sort.Slice(h.entries, func(i, j int) bool { return h.entries[i].Pid < h.entries[j].Pid })
+	return h.entries, nil
+}
+
+// StartTime implements tracker.Host.
+func (h *Host) StartTime(pid int) (uint64, error) {
+	p, err := h.enter(MethodStart, pid)
+	if err != nil {
+		return 0, err
+	}
+	return p.Start, nil
+}
+
+// FindMapping implements tracker.Host.
+func (h *Host) FindMapping(pid int) (otep.Mapping, error) {
+	p, err := h.enter(MethodMaps, pid)
+	if err != nil {
+		return otep.Mapping{}, err
+	}
+	if p.Ctx == nil {
+		return otep.Mapping{}, fmt.Errorf("pid %d: %w", pid, otep.ErrNoContext)
+	}
+	return otep.Mapping{Start: p.Addr, End: p.Addr + 4096, Name: otep.MappingMemfd}, nil
+}
+
+// ReadContext implements tracker.Host.
+func (h *Host) ReadContext(pid int, addr, last uint64, via reader.Via) (otep.Context, bool, error) {
+	h.mu.Lock()
+	h.vias[pid] = append(h.vias[pid], via)
+	h.mu.Unlock()
+	p, err := h.enter(MethodRead, pid)
+	if err != nil {
+		return otep.Context{}, false, err
+	}
+	if p.Ctx == nil || addr != p.Addr {
+		return otep.Context{}, false, fmt.Errorf("header of pid %d: mapping gone: %w", pid, otep.ErrNoContext)
+	}
+	if last != 0 && last == p.Ctx.PublishedAt {
+		return otep.Context{}, false, nil
+	}
+	return *p.Ctx, true, nil
+}
+
+// Identity implements tracker.Host.
+func (h *Host) Identity(pid int) (procfs.Identity, error) {
+	p, err := h.enter(MethodIdentity, pid)
+	if err != nil {
+		return procfs.Identity{}, err
+	}
+	return procfs.Identity{PID: pid, StartTicks: p.Start, ExecutableName: p.Exe,
+		ContainerID: p.ContainerID, NSpid: append([]int(nil), p.NSpid...), UID: -1}, nil
+}
+
+// Executable implements tracker.Host.
+func (h *Host) Executable(pid int) string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if p := h.procs[pid]; p != nil {
+		return p.Exe
+	}
+	return "?"
+}
+
+// ExplainDenied implements tracker.Host.
+func (h *Host) ExplainDenied(pid int) string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if p := h.procs[pid]; p != nil {
+		return p.Why
+	}
+	return ""
+}
+
+// Clock is a clock that moves only when told.
+type Clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+// NewClock returns a clock at a fixed time.
+func NewClock() *Clock {
+	return &Clock{now: time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)}
+}
+
+// Now returns the clock's time.
+func (c *Clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+// Advance moves the clock.
+func (c *Clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}

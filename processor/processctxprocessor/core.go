@@ -1,0 +1,146 @@
+package processctxprocessor
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.uber.org/zap"
+
+	"github.com/processctx/otelcol-processctx/internal/tracker"
+)
+
+// source is what the processor needs of a tracker (a *tracker.Tracker).
+type source interface {
+	Snapshot() *tracker.Snapshot
+	Probe(pids []int) <-chan struct{}
+	Hint(pid int)
+	ScanSoon() <-chan struct{}
+	AddView(ctx context.Context, fn func(*tracker.Process) any) (tracker.View, error)
+	RemoveView(ctx context.Context, v tracker.View) error
+}
+
+// core is what the processor instances of one component ID share (the
+// collector creates one per pipeline): the configuration and the tracker,
+// so that the logs and profiles pipelines look each process up once.
+type core struct {
+	cfg      *Config
+	pidKeys  []string
+	override bool
+	// trustHostPids: unqualified_pids is "host".
+	trustHostPids bool
+	filter        keyFilter
+	now           func() time.Time // a test hook
+	// open starts the core's tracker; a test hook.
+	open func(ctx context.Context, logger *zap.Logger) (source, func(context.Context) error, error)
+
+	mu    sync.Mutex // serializes start and stop
+	state atomic.Pointer[coreState]
+}
+
+// coreState is a started core.
+type coreState struct {
+	src  source
+	view tracker.View
+	stop func(context.Context) error
+}
+
+func newCore(cfg *Config) *core {
+	c := &core{
+		cfg:           cfg,
+		pidKeys:       slices.Clone(cfg.PIDAttributes),
+		override:      cfg.Override,
+		trustHostPids: cfg.UnqualifiedPids == UnqualifiedHost,
+		filter:        newKeyFilter(cfg),
+		now:           time.Now,
+	}
+	c.open = c.openTracker
+	return c
+}
+
+// openTracker starts the processor's own tracker of the host.
+func (c *core) openTracker(_ context.Context, logger *zap.Logger) (source, func(context.Context) error, error) {
+	tr, err := tracker.Open(c.cfg.RootPath, c.cfg.limits(), c.cfg.trackerConfig(), logger)
+	if err != nil {
+		return nil, nil, err
+	}
+	tr.Start()
+	return tr, tr.Stop, nil
+}
+
+// start starts the tracker and registers the core's view; later calls are
+// no-ops.
+func (c *core) start(ctx context.Context, logger *zap.Logger) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.state.Load() != nil {
+		return nil
+	}
+	if c.cfg.Cache.MaxEntries != defaultMaxEntries {
+		logger.Warn("cache.max_entries is no longer used: the process tracker knows every process of the host")
+	}
+	src, stop, err := c.open(ctx, logger)
+	if err != nil {
+		return fmt.Errorf("process_context processor: %w", err)
+	}
+	view, err := src.AddView(ctx, c.enrichmentOf)
+	if err != nil {
+		_ = stop(ctx)
+		return fmt.Errorf("process_context processor: %w", err)
+	}
+	c.state.Store(&coreState{src: src, view: view, stop: stop})
+	return nil
+}
+
+// stop stops the tracker. Batches still running pass through.
+func (c *core) stop(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st := c.state.Swap(nil)
+	if st == nil {
+		return nil
+	}
+	_ = st.src.RemoveView(ctx, st.view)
+	return st.stop(ctx)
+}
+
+// enrichment is what the processor stamps for one publication: computed
+// once per publication by the tracker (a View), read by every batch.
+type enrichment struct {
+	// attrs are the published resource attributes after include/exclude,
+	// the service identity keys first. Read-only.
+	attrs pcommon.Map
+	// identity is the service the process published (before include and
+	// exclude), to tell telemetry of another process with the same pid
+	// number.
+	identity serviceIdentity
+}
+
+func (c *core) enrichmentOf(p *tracker.Process) any {
+	return &enrichment{attrs: c.filter.apply(p.Context.Resource), identity: identityOf(p.Context.Resource)}
+}
+
+// enrich adds the published attributes to a resource's attributes;
+// existing keys win unless override is set. The map is grown once up front
+// when the first key is missing (the usual case: nothing added yet), so
+// that enriching costs no allocation beyond the copied values.
+func (c *core) enrich(dst pcommon.Map, e *enrichment) {
+	first := true
+	for k, v := range e.attrs.All() {
+		if first {
+			if _, exists := dst.Get(k); !exists {
+				dst.EnsureCapacity(dst.Len() + e.attrs.Len())
+			}
+			first = false
+		}
+		cur, exists := dst.GetOrPutEmpty(k)
+		if exists && !c.override {
+			continue
+		}
+		v.CopyTo(cur)
+	}
+}

@@ -1,0 +1,52 @@
+package processctxprocessor
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/processor"
+	"go.uber.org/zap"
+
+	"github.com/processctx/otelcol-processctx/processor/processctxprocessor/internal/metadata"
+)
+
+type telemetry = *metadata.TelemetryBuilder
+
+// instance is the processor of one pipeline (one signal).
+type instance struct {
+	core   *core
+	logger *zap.Logger
+	tel    telemetry
+	// regroup: records and samples with pids of their own are regrouped
+	// (see pointerSlicesOK).
+	regroup bool
+	// release drops the instance's reference to the shared core, once.
+	release func(context.Context) error
+}
+
+func newInstance(c *core, set processor.Settings, signal string, release func(context.Context) error) (*instance, error) {
+	tel, err := metadata.NewTelemetryBuilder(set.TelemetrySettings, signal)
+	if err != nil {
+		return nil, fmt.Errorf("process_context processor telemetry: %w", err)
+	}
+	p := &instance{core: c, logger: set.Logger, tel: tel, regroup: pointerSlicesOK()}
+	if !p.regroup {
+		set.Logger.Error("This build's pdata lays out its slices in a way the processor does not know: " +
+			"log records and profile samples with pids of their own pass through unenriched (resources with a pid are enriched)")
+	}
+	var once sync.Once
+	p.release = func(ctx context.Context) error {
+		var err error
+		once.Do(func() { err = release(ctx) })
+		return err
+	}
+	return p, nil
+}
+
+func (p *instance) start(ctx context.Context, _ component.Host) error {
+	return p.core.start(ctx, p.logger)
+}
+
+func (p *instance) shutdown(ctx context.Context) error { return p.release(ctx) }

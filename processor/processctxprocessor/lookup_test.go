@@ -1,0 +1,209 @@
+package processctxprocessor
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/plog"
+
+	"github.com/processctx/otelcol-processctx/internal/pubtest"
+	"github.com/processctx/otelcol-processctx/internal/tracker/trackertest"
+)
+
+// resourceLogs builds one resource per pid, each with a record.
+func resourceLogs(pids ...int) plog.Logs {
+	ld := plog.NewLogs()
+	for _, pid := range pids {
+		rl := ld.ResourceLogs().AppendEmpty()
+		rl.Resource().Attributes().PutInt("process.pid", int64(pid))
+		addRecord(rl.ScopeLogs().AppendEmpty(), "x", nil)
+	}
+	return ld
+}
+
+// serviceNames returns the service.name of each resource ("" when none).
+func serviceNames(ld plog.Logs) []string {
+	var out []string
+	for _, rl := range ld.ResourceLogs().All() {
+		out = append(out, serviceOf(rl.Resource().Attributes()))
+	}
+	return out
+}
+
+// fakeConfig is the processor's configuration over a fake host: a batch
+// may wait long for reads that are meant to succeed.
+func fakeConfig() *Config {
+	cfg := testConfig()
+	cfg.ReadTimeout = 50 * time.Millisecond
+	return cfg
+}
+
+func TestKnownPidsCostNoRead(t *testing.T) {
+	host := trackertest.NewHost()
+	host.Add(10)
+	host.Publish(10, "cart")
+	host.Add(11)
+	h := newFakeHarness(t, fakeConfig(), host)
+
+	host.ResetCounts()
+	for range 5 {
+		out := h.consumeLogs(resourceLogs(10, 11))
+		assert.Equal(t, []string{"cart", ""}, serviceNames(out))
+	}
+	md := hostmetricsLike(10)
+	h.consumeMetrics(md)
+	assert.Equal(t, "cart", serviceOf(md.ResourceMetrics().At(0).Resource().Attributes()))
+	for _, m := range []string{trackertest.MethodStart, trackertest.MethodMaps, trackertest.MethodRead, trackertest.MethodIdentity} {
+		assert.Zero(t, host.Count(m), "%s: the snapshot answers", m)
+	}
+}
+
+func TestNewPidIsReadWithinTheBatch(t *testing.T) {
+	host := trackertest.NewHost()
+	h := newFakeHarness(t, fakeConfig(), host)
+	host.Add(20)
+	host.Publish(20, "new")
+	host.Add(21)
+
+	out := h.consumeLogs(resourceLogs(20, 21, 22))
+	assert.Equal(t, []string{"new", "", ""}, serviceNames(out), "probed, not waiting for a scan")
+	assert.Equal(t, 2, host.Count(trackertest.MethodMaps), "20 and 21 read once each")
+
+	// The next batch knows all three, 22 as gone: no read.
+	host.ResetCounts()
+	out = h.consumeLogs(resourceLogs(20, 21, 22))
+	assert.Equal(t, []string{"new", "", ""}, serviceNames(out))
+	assert.Zero(t, host.Count(trackertest.MethodStart)+host.Count(trackertest.MethodMaps))
+}
+
+func TestStalledReadDoesNotHoldTheBatch(t *testing.T) {
+	host := trackertest.NewHost()
+	cfg := fakeConfig()
+	cfg.LookupTimeout = 50 * time.Millisecond
+	cfg.ReadTimeout = time.Hour // the read stays stuck: only lookup_timeout bounds the batch
+	h := newFakeHarness(t, cfg, host)
+	host.Add(30)
+	host.Publish(30, "good")
+	host.Add(31).Block = trackertest.MethodMaps
+	pids := []int{31}
+	for pid := 100; pid < 200; pid++ { // a hundred never-seen pids
+		pids = append(pids, pid)
+	}
+	began := time.Now()
+	out := h.consumeLogs(resourceLogs(append(pids, 30)...))
+	took := time.Since(began)
+	names := serviceNames(out)
+	assert.Equal(t, "good", names[len(names)-1], "the good publisher is enriched")
+	assert.Empty(t, names[0], "the stuck one passes through")
+	assert.Less(t, took, 5*time.Second, "held %s", took) // far more than lookup_timeout, less than any read deadline
+	assert.Equal(t, int64(1), counter(t, h, "otelcol_processor_process_context_errors")["logs/timeout"])
+	assert.Equal(t, int64(1), counter(t, h, "otelcol_processor_process_context_enriched")["logs"])
+}
+
+func TestLatePublisherFoundAfterNegativeTTL(t *testing.T) {
+	host := trackertest.NewHost()
+	cfg := fakeConfig()
+	h := newFakeHarness(t, cfg, host)
+	host.Add(40)
+	assert.Equal(t, []string{""}, serviceNames(h.consumeLogs(resourceLogs(40))))
+	host.Publish(40, "late")
+	assert.Equal(t, []string{""}, serviceNames(h.consumeLogs(resourceLogs(40))), "within negative_ttl")
+
+	h.clock.Advance(cfg.Cache.NegativeTTL)
+	h.consumeLogs(resourceLogs(40)) // hints the tracker
+	require.Eventually(t, func() bool {
+		return serviceNames(h.consumeLogs(resourceLogs(40)))[0] == "late"
+	}, 10*time.Second, time.Millisecond)
+}
+
+func TestGracePeriodAfterExitAndUnpublish(t *testing.T) {
+	host := trackertest.NewHost()
+	host.Add(50)
+	host.Publish(50, "exits")
+	host.Add(51)
+	host.Publish(51, "unpublishes")
+	cfg := fakeConfig()
+	h := newFakeHarness(t, cfg, host)
+	host.Remove(50)
+	host.Unpublish(51)
+	h.rescan()
+	assert.Equal(t, []string{"exits", "unpublishes"}, serviceNames(h.consumeLogs(resourceLogs(50, 51))), "late telemetry")
+	h.clock.Advance(cfg.Cache.GracePeriod)
+	h.rescan()
+	assert.Equal(t, []string{"", ""}, serviceNames(h.consumeLogs(resourceLogs(50, 51))))
+}
+
+func TestPidReuseDropsTheOldContext(t *testing.T) {
+	host := trackertest.NewHost()
+	host.Add(60)
+	host.Publish(60, "old")
+	h := newFakeHarness(t, fakeConfig(), host)
+	assert.Equal(t, []string{"old"}, serviceNames(h.consumeLogs(resourceLogs(60))))
+	host.Reuse(60)
+	h.rescan()
+	assert.Equal(t, []string{""}, serviceNames(h.consumeLogs(resourceLogs(60))))
+}
+
+func TestUpdatedContextEnrichesTheNextBatch(t *testing.T) {
+	host := trackertest.NewHost()
+	host.Add(70)
+	host.Publish(70, "v1")
+	h := newFakeHarness(t, fakeConfig(), host)
+	host.Publish(70, "v2")
+	h.rescan()
+	assert.Equal(t, []string{"v2"}, serviceNames(h.consumeLogs(resourceLogs(70))))
+}
+
+func TestConcurrentBatches(t *testing.T) {
+	a := startPublisher(t, pubtest.Go, "concurrent")
+	h := newHarness(t, testConfig())
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for range 8 {
+		wg.Go(func() {
+			for range 50 {
+				ld := resourceLogs(a.Pid, noContextPID())
+				if _, err := h.direct.processLogs(context.Background(), ld); err != nil {
+					errs <- err
+					return
+				}
+				if got := serviceNames(ld); got[0] != "concurrent" || got[1] != "" {
+					errs <- fmt.Errorf("got %v", got)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		assert.NoError(t, err)
+	}
+}
+
+func TestRealPidsCostNoProcIOWhenKnown(t *testing.T) {
+	a := startPublisher(t, pubtest.Go, "cart")
+	b := startPublisher(t, pubtest.C, "payment")
+	h := newHarness(t, testConfig())
+	pids := []int{a.Pid, b.Pid, noContextPID(), unusedPID(t)}
+	out := h.consumeLogs(resourceLogs(pids...))
+	assert.Equal(t, []string{"cart", "payment", "", ""}, serviceNames(out))
+
+	before := h.io()
+	for range 5 {
+		out = h.consumeLogs(resourceLogs(a.Pid, b.Pid, noContextPID()))
+		assert.Equal(t, []string{"cart", "payment", ""}, serviceNames(out))
+	}
+	assert.Equal(t, before.Maps, h.io().Maps, "no maps read for known pids")
+	a.update(t, withAttrs(a.resource, map[string]any{"service.version": "2"}))
+	require.Eventually(t, func() bool {
+		out := h.consumeLogs(resourceLogs(a.Pid))
+		v, ok := out.ResourceLogs().At(0).Resource().Attributes().Get("service.version")
+		return ok && v.Str() == "2"
+	}, 30*time.Second, 10*time.Millisecond, "the update is read at the next scan")
+}
