@@ -129,7 +129,7 @@ func (r *reports) described(req *request) {
 		fields := []zap.Field{
 			zap.Int("processes", p.deniedN),
 			zap.String("pids", describeList(p.denied)),
-			zap.Duration("next_warning_in", p.interval),
+			zap.Stringer("next_warning_in", p.interval),
 		}
 		if len(p.denied) > 0 && p.denied[0].why != "" {
 			fields = append(fields, zap.String("reason", p.denied[0].why))
@@ -145,8 +145,8 @@ func (r *reports) described(req *request) {
 		r.log.Warn("Some processes did not answer a read in time and are quarantined: they are retried with backoff, and the rest of the host is read on schedule",
 			zap.Int("processes", p.stalledN),
 			zap.String("pids", describeList(p.stalled)),
-			zap.Duration("read_timeout", p.readTimeout),
-			zap.Duration("next_warning_in", p.interval))
+			zap.Stringer("read_timeout", p.readTimeout),
+			zap.Stringer("next_warning_in", p.interval))
 	}
 }
 

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"time"
 
+	"go.opentelemetry.io/collector/component"
+
 	"github.com/processctx/otelcol-processctx/internal/otep"
 	"github.com/processctx/otelcol-processctx/internal/tracker"
 )
@@ -52,6 +54,9 @@ type Config struct {
 	// ReadTimeout is the deadline of the reads of one process: a process
 	// whose reads do not return in time is quarantined.
 	ReadTimeout time.Duration `mapstructure:"read_timeout"`
+	// Tracker names the process_context extension whose tracker to use;
+	// when unset, the only one the collector has, else the processor's own.
+	Tracker *component.ID `mapstructure:"tracker"`
 	// MaxPayloadSize caps the payload (bytes) a publisher may declare.
 	MaxPayloadSize uint32 `mapstructure:"max_payload_size"`
 	// UnqualifiedPids says how to treat a pid that comes without a

@@ -8,9 +8,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.uber.org/zap"
 
+	"github.com/processctx/otelcol-processctx/internal/sharedtracker"
 	"github.com/processctx/otelcol-processctx/internal/tracker"
 )
 
@@ -35,7 +37,7 @@ type core struct {
 	trustHostPids bool
 	filter        keyFilter
 	now           func() time.Time // a test hook
-	// open starts the core's tracker; a test hook.
+	// open starts the core's own tracker; a test hook.
 	open func(ctx context.Context, logger *zap.Logger) (source, func(context.Context) error, error)
 
 	mu    sync.Mutex // serializes start and stop
@@ -72,9 +74,9 @@ func (c *core) openTracker(_ context.Context, logger *zap.Logger) (source, func(
 	return tr, tr.Stop, nil
 }
 
-// start starts the tracker and registers the core's view; later calls are
-// no-ops.
-func (c *core) start(ctx context.Context, logger *zap.Logger) error {
+// start finds the tracker of the process_context extension, or starts the
+// core's own, and registers the core's view; later calls are no-ops.
+func (c *core) start(ctx context.Context, host component.Host, logger *zap.Logger) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.state.Load() != nil {
@@ -83,8 +85,17 @@ func (c *core) start(ctx context.Context, logger *zap.Logger) error {
 	if c.cfg.Cache.MaxEntries != defaultMaxEntries {
 		logger.Warn("cache.max_entries is no longer used: the process tracker knows every process of the host")
 	}
-	src, stop, err := c.open(ctx, logger)
+	shared, err := sharedtracker.Find(host, c.cfg.Tracker, c.cfg.RootPath)
 	if err != nil {
+		return fmt.Errorf("process_context processor: %w", err)
+	}
+	var src source
+	var stop func(context.Context) error
+	if shared != nil {
+		logger.Info("Using the process tracker of the extension: its schedule and grace period apply",
+			zap.String("extension", shared.ID.String()), zap.String("root_path", shared.RootPath))
+		src, stop = shared.Tracker, func(context.Context) error { return nil }
+	} else if src, stop, err = c.open(ctx, logger); err != nil {
 		return fmt.Errorf("process_context processor: %w", err)
 	}
 	view, err := src.AddView(ctx, c.enrichmentOf)

@@ -45,8 +45,8 @@ func newInstance(c *core, set processor.Settings, signal string, release func(co
 	return p, nil
 }
 
-func (p *instance) start(ctx context.Context, _ component.Host) error {
-	return p.core.start(ctx, p.logger)
+func (p *instance) start(ctx context.Context, host component.Host) error {
+	return p.core.start(ctx, host, p.logger)
 }
 
 func (p *instance) shutdown(ctx context.Context) error { return p.release(ctx) }

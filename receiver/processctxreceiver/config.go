@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"go.opentelemetry.io/collector/component"
+
 	"github.com/processctx/otelcol-processctx/internal/otep"
 	"github.com/processctx/otelcol-processctx/internal/tracker"
 )
@@ -22,17 +24,9 @@ const (
 
 // Config is the receiver's configuration.
 type Config struct {
-	// CollectionInterval is the time between scans.
-	CollectionInterval time.Duration `mapstructure:"collection_interval"`
-	// RescanInterval is how long a process without a context waits before
-	// its maps are read again (SDKs often publish seconds after start).
-	RescanInterval time.Duration `mapstructure:"rescan_interval"`
-	// RescanMaxInterval caps the wait between re-reads, which doubles after
-	// every re-read that found no context.
-	RescanMaxInterval time.Duration `mapstructure:"rescan_max_interval"`
-	// RescanBudget caps the maps files re-read for late publishers in one
-	// scan; the longest-waiting processes go first.
-	RescanBudget int `mapstructure:"rescan_budget"`
+	// ScanSettings schedule the receiver's own tracker; with a tracker
+	// extension, the extension's apply.
+	tracker.ScanSettings `mapstructure:",squash"`
 	// ReportInterval is how often every live entity is reported again.
 	ReportInterval time.Duration `mapstructure:"report_interval"`
 	// EntityEventFormat is "legacy" (default) or "spec".
@@ -42,9 +36,9 @@ type Config struct {
 	RootPath string `mapstructure:"root_path"`
 	// MaxPayloadSize caps the payload a publisher may declare.
 	MaxPayloadSize uint32 `mapstructure:"max_payload_size"`
-	// ReadTimeout is the deadline of the reads of one process: a process
-	// whose reads do not return in time is quarantined.
-	ReadTimeout time.Duration `mapstructure:"read_timeout"`
+	// Tracker names the process_context extension whose tracker to use;
+	// when unset, the only one the collector has, else the receiver's own.
+	Tracker *component.ID `mapstructure:"tracker"`
 	// Include, when it lists executables, limits the entity events to them.
 	Include MatchConfig `mapstructure:"include"`
 	// Exclude drops the entity events of processes whose executable matches.
@@ -60,38 +54,19 @@ type MatchConfig struct {
 
 func createDefaultConfig() *Config {
 	return &Config{
-		CollectionInterval: 10 * time.Second,
-		RescanInterval:     30 * time.Second,
-		RescanMaxInterval:  10 * time.Minute,
-		RescanBudget:       256,
-		ReportInterval:     5 * time.Minute,
-		EntityEventFormat:  FormatLegacy,
-		RootPath:           "/",
-		MaxPayloadSize:     otep.DefaultLimits().MaxPayloadSize,
-		ReadTimeout:        tracker.DefaultConfig().ReadTimeout,
+		ScanSettings:      tracker.DefaultScanSettings(),
+		ReportInterval:    5 * time.Minute,
+		EntityEventFormat: FormatLegacy,
+		RootPath:          "/",
+		MaxPayloadSize:    otep.DefaultLimits().MaxPayloadSize,
 	}
 }
 
 // Validate implements confmap.Validator.
 func (c *Config) Validate() error {
-	var errs []error
-	if c.CollectionInterval <= 0 {
-		errs = append(errs, fmt.Errorf("collection_interval must be positive, got %s", c.CollectionInterval))
-	}
-	if c.RescanInterval <= 0 {
-		errs = append(errs, fmt.Errorf("rescan_interval must be positive, got %s", c.RescanInterval))
-	}
-	if c.RescanMaxInterval < c.RescanInterval {
-		errs = append(errs, fmt.Errorf("rescan_max_interval (%s) must not be less than rescan_interval (%s)", c.RescanMaxInterval, c.RescanInterval))
-	}
-	if c.RescanBudget <= 0 {
-		errs = append(errs, fmt.Errorf("rescan_budget must be positive, got %d", c.RescanBudget))
-	}
+	errs := []error{c.ScanSettings.Validate()}
 	if c.ReportInterval <= 0 {
 		errs = append(errs, fmt.Errorf("report_interval must be positive, got %s", c.ReportInterval))
-	}
-	if c.ReadTimeout <= 0 {
-		errs = append(errs, fmt.Errorf("read_timeout must be positive, got %s", c.ReadTimeout))
 	}
 	if c.EntityEventFormat != FormatLegacy && c.EntityEventFormat != FormatSpec {
 		errs = append(errs, fmt.Errorf("entity_event_format must be %q or %q, got %q", FormatLegacy, FormatSpec, c.EntityEventFormat))
@@ -125,12 +100,8 @@ func (c *Config) limits() otep.Limits {
 // trackerConfig is the schedule of the receiver's tracker.
 func (c *Config) trackerConfig() tracker.Config {
 	tc := tracker.DefaultConfig()
-	tc.ScanInterval = c.CollectionInterval
-	tc.RescanInterval = c.RescanInterval
-	tc.RescanMaxInterval = c.RescanMaxInterval
-	tc.RescanBudget = c.RescanBudget
+	c.ScanSettings.Apply(&tc)
 	tc.ReportInterval = c.ReportInterval
-	tc.ReadTimeout = c.ReadTimeout
 	return tc
 }
 

@@ -12,8 +12,11 @@ import (
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/confmap/confmaptest"
 
+	"github.com/processctx/otelcol-processctx/internal/tracker"
 	"github.com/processctx/otelcol-processctx/receiver/processctxreceiver/internal/metadata"
 )
+
+var trackerID = component.MustNewID("process_context")
 
 func TestLoadConfig(t *testing.T) {
 	cm, err := confmaptest.LoadConf(filepath.Join("testdata", "config.yaml"))
@@ -28,17 +31,20 @@ func TestLoadConfig(t *testing.T) {
 		{
 			id: component.NewIDWithName(metadata.Type, "full"),
 			want: &Config{
-				CollectionInterval: 5 * time.Second,
-				RescanInterval:     time.Minute,
-				RescanMaxInterval:  30 * time.Minute,
-				RescanBudget:       64,
-				ReportInterval:     10 * time.Minute,
-				EntityEventFormat:  FormatSpec,
-				RootPath:           "/hostfs",
-				MaxPayloadSize:     32768,
-				ReadTimeout:        500 * time.Millisecond,
-				Include:            MatchConfig{Executables: []string{"java", "python3*"}},
-				Exclude:            MatchConfig{Executables: []string{"python3-debug"}},
+				ScanSettings: tracker.ScanSettings{
+					CollectionInterval: 5 * time.Second,
+					RescanInterval:     time.Minute,
+					RescanMaxInterval:  30 * time.Minute,
+					RescanBudget:       64,
+					ReadTimeout:        500 * time.Millisecond,
+				},
+				ReportInterval:    10 * time.Minute,
+				EntityEventFormat: FormatSpec,
+				RootPath:          "/hostfs",
+				MaxPayloadSize:    32768,
+				Tracker:           &trackerID,
+				Include:           MatchConfig{Executables: []string{"java", "python3*"}},
+				Exclude:           MatchConfig{Executables: []string{"python3-debug"}},
 			},
 		},
 		{id: component.NewIDWithName(metadata.Type, "invalid_interval"), wantErr: "collection_interval must be positive, got 0s"},

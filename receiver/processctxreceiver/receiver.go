@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/collector/receiver/receiverhelper"
 	"go.uber.org/zap"
 
+	"github.com/processctx/otelcol-processctx/internal/sharedtracker"
 	"github.com/processctx/otelcol-processctx/internal/tracker"
 	"github.com/processctx/otelcol-processctx/receiver/processctxreceiver/internal/metadata"
 )
@@ -68,25 +69,44 @@ func newReceiver(set receiver.Settings, cfg *Config, next consumer.Logs) (*proce
 	}, nil
 }
 
-// Start opens the host's procfs and starts a tracker, which scans at once
-// and every collection interval; the events come from its changes.
-func (r *processContextReceiver) Start(ctx context.Context, _ component.Host) error {
-	tr, err := tracker.Open(r.cfg.RootPath, r.cfg.limits(), r.cfg.trackerConfig(), r.settings.Logger)
+// Start finds the tracker of the process_context extension, or opens the
+// host's procfs and starts a tracker of its own, which scans at once and
+// every collection interval; the events come from its changes.
+func (r *processContextReceiver) Start(ctx context.Context, host component.Host) error {
+	tr, release, err := r.openTracker(host)
 	if err != nil {
 		return err
 	}
-	tr.Start()
 	sub, err := tr.Subscribe(ctx)
 	if err != nil {
-		_ = tr.Stop(context.Background())
+		_ = release(context.Background())
 		return fmt.Errorf("subscribe to the process tracker: %w", err)
 	}
-	r.tracker, r.release, r.sub = tr, tr.Stop, sub
+	r.tracker, r.release, r.sub = tr, release, sub
 	loopCtx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
 	r.done = make(chan struct{})
 	go r.run(loopCtx)
 	return nil
+}
+
+// openTracker returns the shared tracker, or starts the receiver's own.
+func (r *processContextReceiver) openTracker(host component.Host) (*tracker.Tracker, func(context.Context) error, error) {
+	shared, err := sharedtracker.Find(host, r.cfg.Tracker, r.cfg.RootPath)
+	if err != nil {
+		return nil, nil, err
+	}
+	if shared != nil {
+		r.settings.Logger.Info("Using the process tracker of the extension: its schedule applies",
+			zap.String("extension", shared.ID.String()), zap.String("root_path", shared.RootPath))
+		return shared.Tracker, func(context.Context) error { return nil }, nil
+	}
+	tr, err := tracker.Open(r.cfg.RootPath, r.cfg.limits(), r.cfg.trackerConfig(), r.settings.Logger)
+	if err != nil {
+		return nil, nil, err
+	}
+	tr.Start()
+	return tr, tr.Stop, nil
 }
 
 func (r *processContextReceiver) run(ctx context.Context) {

@@ -1,0 +1,107 @@
+package processctxextension
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/extension/extensiontest"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/processor/processortest"
+	"go.opentelemetry.io/collector/receiver/receivertest"
+	"go.uber.org/goleak"
+
+	"github.com/processctx/otelcol-processctx/extension/processctxextension/internal/metadata"
+	"github.com/processctx/otelcol-processctx/internal/otep"
+	"github.com/processctx/otelcol-processctx/internal/pubtest"
+	"github.com/processctx/otelcol-processctx/internal/sharedtracker"
+	"github.com/processctx/otelcol-processctx/processor/processctxprocessor"
+	"github.com/processctx/otelcol-processctx/receiver/processctxreceiver"
+)
+
+func TestMain(m *testing.M) {
+	code := pubtest.Main(m)
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// host is a collector host with the extension.
+type host map[component.ID]component.Component
+
+func (h host) GetExtensions() map[component.ID]component.Component { return h }
+
+func TestLifecycle(t *testing.T) {
+	f := NewFactory()
+	assert.Equal(t, metadata.Type, f.Type())
+	ext, err := f.Create(context.Background(), extensiontest.NewNopSettings(metadata.Type), f.CreateDefaultConfig())
+	require.NoError(t, err)
+	require.NoError(t, ext.Start(context.Background(), host{}))
+	p, ok := ext.(sharedtracker.Provider)
+	require.True(t, ok)
+	assert.NotNil(t, p.ProcessTracker())
+	assert.Equal(t, "/", p.RootPath())
+	require.NoError(t, ext.Shutdown(context.Background()))
+}
+
+func TestStartFailsWithoutProcfs(t *testing.T) {
+	cfg := createDefaultConfig()
+	cfg.RootPath = t.TempDir()
+	ext, err := NewFactory().Create(context.Background(), extensiontest.NewNopSettings(metadata.Type), cfg)
+	require.NoError(t, err)
+	require.ErrorContains(t, ext.Start(context.Background(), host{}), "no procfs")
+	require.NoError(t, ext.Shutdown(context.Background()))
+}
+
+// The receiver and the processor of a collector with the extension read
+// the host through its one tracker.
+func TestReceiverAndProcessorShareTheTracker(t *testing.T) {
+	cfg := createDefaultConfig()
+	cfg.CollectionInterval = 100 * time.Millisecond
+	extID := component.NewID(metadata.Type)
+	ext, err := NewFactory().Create(context.Background(), extensiontest.NewNopSettings(metadata.Type), cfg)
+	require.NoError(t, err)
+	h := host{extID: ext}
+	ctx := context.Background()
+	require.NoError(t, ext.Start(ctx, h))
+	t.Cleanup(func() { require.NoError(t, ext.Shutdown(ctx)) })
+	tr := ext.(sharedtracker.Provider).ProcessTracker()
+
+	entities := new(consumertest.LogsSink)
+	rf := processctxreceiver.NewFactory()
+	rcv, err := rf.CreateLogs(ctx, receivertest.NewNopSettings(rf.Type()), rf.CreateDefaultConfig(), entities)
+	require.NoError(t, err)
+	enriched := new(consumertest.LogsSink)
+	pf := processctxprocessor.NewFactory()
+	proc, err := pf.CreateLogs(ctx, processortest.NewNopSettings(pf.Type()), pf.CreateDefaultConfig(), enriched)
+	require.NoError(t, err)
+	for _, c := range []component.Component{rcv, proc} {
+		require.NoError(t, c.Start(ctx, h))
+		t.Cleanup(func() { require.NoError(t, c.Shutdown(ctx)) })
+	}
+
+	p := pubtest.Start(t, pubtest.Go, pubtest.Options{})
+	p.Publish(otep.EncodeStrings(map[string]string{"service.name": "shared"}))
+	require.Eventually(t, func() bool { return entities.LogRecordCount() > 0 }, 10*time.Second, 10*time.Millisecond)
+	got, _ := tr.Snapshot().Lookup(p.Pid)
+	require.NotNil(t, got, "the extension's tracker read the publisher")
+
+	ld := plog.NewLogs()
+	rl := ld.ResourceLogs().AppendEmpty()
+	rl.Resource().Attributes().PutInt("process.pid", int64(p.Pid))
+	rl.ScopeLogs().AppendEmpty().LogRecords().AppendEmpty().Body().SetStr("hello")
+	require.NoError(t, proc.ConsumeLogs(ctx, ld))
+	v, ok := enriched.AllLogs()[0].ResourceLogs().At(0).Resource().Attributes().Get("service.name")
+	require.True(t, ok)
+	assert.Equal(t, "shared", v.Str())
+}
