@@ -70,7 +70,7 @@ func (c *Config) limits() otep.Limits {
 
 func (c *Config) trackerConfig() tracker.Config {
 	tc := tracker.DefaultConfig()
-	c.ScanSettings.Apply(&tc)
+	c.Apply(&tc)
 	tc.Retention = c.GracePeriod
 	tc.HintInterval = c.RecheckInterval
 	tc.ReportInterval = c.ReportInterval

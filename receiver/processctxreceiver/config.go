@@ -100,7 +100,7 @@ func (c *Config) limits() otep.Limits {
 // trackerConfig is the schedule of the receiver's tracker.
 func (c *Config) trackerConfig() tracker.Config {
 	tc := tracker.DefaultConfig()
-	c.ScanSettings.Apply(&tc)
+	c.Apply(&tc)
 	tc.ReportInterval = c.ReportInterval
 	return tc
 }
