@@ -296,6 +296,38 @@ func (p *Proc) Spin(d time.Duration) int {
 	return n
 }
 
+// Stall makes memory of the C publisher wait forever for whoever reads it
+// (userfaultfd pages nobody serves): what "header" is a new context
+// mapping, what "payload" the published context's payload. It returns the
+// stalled address; the test is skipped when userfaultfd is unavailable.
+func (p *Proc) Stall(what string) uint64 {
+	p.t.Helper()
+	reply, err := p.Try("stall " + what)
+	if err != nil {
+		if strings.Contains(err.Error(), "userfaultfd") || strings.Contains(err.Error(), "UFFDIO") {
+			p.t.Skipf("userfaultfd unavailable: %v", err)
+		}
+		p.t.Fatal(err)
+	}
+	return parseAddr(p.t, reply)
+}
+
+// Unstall unmaps the stalled memory: reads waiting on it return.
+func (p *Proc) Unstall() { p.t.Helper(); p.Do("unstall") }
+
+// Stop stops the process (SIGSTOP) until Continue; it is continued when the
+// test ends.
+func (p *Proc) Stop() {
+	p.t.Helper()
+	if err := syscall.Kill(p.HostPid(), syscall.SIGSTOP); err != nil {
+		p.t.Fatal(err)
+	}
+	p.t.Cleanup(p.Continue)
+}
+
+// Continue continues a stopped process.
+func (p *Proc) Continue() { _ = syscall.Kill(p.HostPid(), syscall.SIGCONT) }
+
 // Exit asks the publisher to exit and waits for it.
 func (p *Proc) Exit() {
 	p.t.Helper()

@@ -35,6 +35,10 @@ type Config struct {
 	ReportInterval time.Duration
 	// Readers is the number of goroutines reading processes.
 	Readers int
+	// QuarantineBackoff is the first wait before a quarantined process is
+	// read again; it doubles with every stalled read, up to 20 times as
+	// long.
+	QuarantineBackoff time.Duration
 	// MaxStalled bounds the reader goroutines left blocked by processes
 	// that never answer. Once reached, no reader is replaced, and every
 	// memory read goes through /proc/<pid>/mem, which fails at once where
@@ -54,6 +58,7 @@ func DefaultConfig() Config {
 		ReadTimeout:       time.Second,
 		ReportInterval:    5 * time.Minute,
 		Readers:           2,
+		QuarantineBackoff: 30 * time.Second,
 		MaxStalled:        32,
 	}
 }
@@ -71,6 +76,7 @@ func (c Config) Validate() error {
 	positive("hint interval", c.HintInterval)
 	positive("read timeout", c.ReadTimeout)
 	positive("report interval", c.ReportInterval)
+	positive("quarantine backoff", c.QuarantineBackoff)
 	if c.RescanMaxInterval < c.RescanInterval {
 		errs = append(errs, fmt.Errorf("rescan max interval (%s) must not be less than rescan interval (%s)", c.RescanMaxInterval, c.RescanInterval))
 	}

@@ -20,10 +20,9 @@ const (
 	rescanFastChecks = 4
 	// jobSize is the most requests one job carries.
 	jobSize = 16
-	// Quarantine backoff: the first retry after quarantineMin, doubling up
-	// to quarantineMax.
-	quarantineMin = 30 * time.Second
-	quarantineMax = 10 * time.Minute
+	// quarantineGrowth bounds the quarantine backoff, which doubles from
+	// Config.QuarantineBackoff.
+	quarantineGrowth = 20
 	// maxReported is how many processes a warning names.
 	maxReported = 5
 )
@@ -41,8 +40,13 @@ type proc struct {
 	status   Outcome
 	rechecks uint8 // maps reads without a context since the last change
 	inflight bool  // a request for the pid is queued or running
-	stuck    bool  // a read of the pid was abandoned and has not returned
-	memFile  bool  // read memory through the mem file (it stalled once)
+	// stuck: a read of the pid was abandoned and has not returned; through
+	// the mem file when stuckMemFile. A process stuck through
+	// process_vm_readv is still read through the mem file (which fails at
+	// once on userfaultfd pages); one stuck through the mem file is not
+	// read again until that read returns.
+	stuck, stuckMemFile bool
+	memFile             bool // read memory through the mem file (it stalled once)
 	q        *quarantine
 	pub      *Process // the live publication, nil when none
 }
@@ -484,7 +488,7 @@ func (t *Tracker) startScan() {
 		}
 		p.gen = s.gen
 		switch {
-		case p.inflight, p.stuck:
+		case p.inflight, p.stuck && p.stuckMemFile:
 		case p.q != nil && now < p.q.until:
 		case p.ino != ent.Ino || ent.Ino == 0 || p.start == 0:
 			// A new /proc entry: a new process, or only a new inode for
@@ -777,6 +781,7 @@ func (t *Tracker) stalled(r *request, scanGen uint32) {
 		return
 	}
 	p.inflight = false
+	p.stuckMemFile = p.stuckMemFile || r.via == reader.ViaMemFile || t.pool.memFileOnly.Load()
 	p.stuck = true
 	p.memFile = true
 	if p.q == nil {
@@ -785,9 +790,9 @@ func (t *Tracker) stalled(r *request, scanGen uint32) {
 	if p.q.strikes < 16 {
 		p.q.strikes++
 	}
-	backoff := quarantineMin << (p.q.strikes - 1)
-	if backoff > quarantineMax || backoff <= 0 {
-		backoff = quarantineMax
+	backoff := t.cfg.QuarantineBackoff << (p.q.strikes - 1)
+	if limit := quarantineGrowth * t.cfg.QuarantineBackoff; backoff > limit || backoff <= 0 {
+		backoff = limit
 	}
 	p.q.until = t.clock() + int64(backoff)
 	if p.pub == nil {
@@ -801,7 +806,7 @@ func (t *Tracker) stalled(r *request, scanGen uint32) {
 // released: the abandoned read of pid returned.
 func (t *Tracker) released(pid int) {
 	if p := t.procs[pid]; p != nil {
-		p.stuck = false
+		p.stuck, p.stuckMemFile = false, false
 	}
 }
 
@@ -879,7 +884,7 @@ func (t *Tracker) hint(pid int) {
 		p = &proc{gen: t.gen, inflight: true}
 		t.procs[pid] = p
 		t.enqueue(&job{reqs: []request{{pid: pid, op: opDiscover}}})
-	case p.inflight, p.pub != nil, p.stuck, p.status == OutcomeGone:
+	case p.inflight, p.pub != nil, p.stuck && p.stuckMemFile, p.status == OutcomeGone:
 	case p.q != nil && now < p.q.until:
 	case p.start == 0:
 		p.inflight = true

@@ -426,19 +426,29 @@ func TestStalledReadIsQuarantined(t *testing.T) {
 	entry := logs.FilterMessageSnippet("quarantined").All()[0]
 	assert.Equal(t, "90 (proc-90)", entry.ContextMap()["pids"])
 
-	// While its read is stuck the process is not read again, even once its
-	// backoff has passed.
+	// After the backoff it is read again, through the mem file (which
+	// fails at once where process_vm_readv waits). Here that read is stuck
+	// too: then the process is not read again, even once its backoff has
+	// passed, until one of its reads returns.
 	host.ResetCounts()
 	clock.Advance(quarantineMin)
+	scanned = make(chan error, 1)
+	go func() { scanned <- tr.Rescan(context.Background()) }()
+	require.Eventually(t, func() bool { return host.Count("maps") >= 1 }, 10*time.Second, time.Millisecond)
+	clock.Advance(cfg.ReadTimeout + time.Millisecond)
+	require.NoError(t, <-scanned)
+	assert.Equal(t, 2, tr.StuckReads())
+	host.ResetCounts()
+	clock.Advance(4 * quarantineMin)
 	require.NoError(t, tr.Rescan(context.Background()))
 	assert.Zero(t, host.Count("maps"))
 
-	// Once the read returns, it is retried after the backoff, through the
+	// Once the reads return, it is retried after the backoff, through the
 	// mem file.
 	host.Set(90, func(p *trackertest.Proc) { p.Block = "" })
 	host.Unblock()
 	require.Eventually(t, func() bool { return tr.StuckReads() == 0 }, 10*time.Second, time.Millisecond)
-	clock.Advance(quarantineMin)
+	clock.Advance(8 * quarantineMin)
 	host.ResetCounts()
 	require.NoError(t, tr.Rescan(context.Background()))
 	assert.Equal(t, 1, host.Count("maps"))
@@ -559,7 +569,7 @@ func TestConfigValidate(t *testing.T) {
 	bad := tracker.Config{RescanMaxInterval: -1, Retention: -1}
 	err := bad.Validate()
 	require.Error(t, err)
-	for _, want := range []string{"scan interval", "rescan interval", "hint interval", "read timeout", "report interval", "rescan budget", "retention", "readers", "max stalled"} {
+	for _, want := range []string{"scan interval", "rescan interval", "hint interval", "read timeout", "report interval", "rescan budget", "retention", "readers", "max stalled", "quarantine backoff"} {
 		assert.Contains(t, err.Error(), want)
 	}
 }

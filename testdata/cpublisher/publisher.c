@@ -14,6 +14,13 @@
  *   unpublish                -> ok | err ...
  *   header <sighex> <version> <payload_size> <timestamp> <inline|unmapped|0xPTR> -> ok
  *   spin <millis>            -> ok <number of updates>
+ *   stall header             -> ok 0x<address>: a new context mapping whose
+ *                               pages are registered with userfaultfd and
+ *                               never served: any read of it waits
+ *   stall payload            -> ok 0x<address>: the published header now
+ *                               points at such a page
+ *   unstall                  -> ok: unmaps the stalled page and closes the
+ *                               userfaultfd, which ends the waits
  *   exit                     -> ok, then exit 0
  * EOF on stdin -> exit 0.
  */
@@ -28,8 +35,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <linux/userfaultfd.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -564,6 +575,103 @@ static void cmd_spin(char *arg)
 		reply("ok %" PRIu64, n);
 }
 
+/* ---------- hostile: memory that never answers ---------- */
+
+static int stall_fd = -1;
+static unsigned char *stall_addr;
+static size_t stall_len;
+
+/* register_stall registers [addr, addr+len) with a new userfaultfd in
+ * missing mode; nobody serves it, so a fault there waits. */
+static const char *register_stall(unsigned char *addr, size_t len)
+{
+	int fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC);
+	if (fd < 0)
+		return "userfaultfd failed";
+	struct uffdio_api api = {.api = UFFD_API};
+	if (ioctl(fd, UFFDIO_API, &api) != 0) {
+		close(fd);
+		return "UFFDIO_API failed";
+	}
+	struct uffdio_register reg = {
+		.range = {.start = (unsigned long)addr, .len = len},
+		.mode = UFFDIO_REGISTER_MODE_MISSING,
+	};
+	if (ioctl(fd, UFFDIO_REGISTER, &reg) != 0) {
+		close(fd);
+		return "UFFDIO_REGISTER failed";
+	}
+	stall_fd = fd;
+	stall_addr = addr;
+	stall_len = len;
+	return NULL;
+}
+
+static void cmd_stall(const char *what)
+{
+	long ps = sysconf(_SC_PAGESIZE);
+	size_t pl = ps > 0 ? (size_t)ps : 4096u;
+	const char *msg = NULL;
+	if (stall_fd >= 0) {
+		reply("err already stalled");
+		return;
+	}
+	if (what != NULL && strcmp(what, "header") == 0) {
+		/* A context mapping nobody ever wrote: its page is missing. */
+		int fd = memfd_create(CTX_NAME, MFD_CLOEXEC);
+		if (fd < 0 || ftruncate(fd, (off_t)pl) != 0) {
+			reply("err memfd failed");
+			return;
+		}
+		void *m = mmap(NULL, pl, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+		close(fd);
+		if (m == MAP_FAILED) {
+			reply("err mmap failed");
+			return;
+		}
+		msg = register_stall(m, pl);
+	} else if (what != NULL && strcmp(what, "payload") == 0) {
+		if (!published) {
+			reply("err not published");
+			return;
+		}
+		void *m = mmap(NULL, pl, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (m == MAP_FAILED) {
+			reply("err mmap failed");
+			return;
+		}
+		msg = register_stall(m, pl);
+		if (msg == NULL) {
+			uint64_t old = load_ts();
+			store_ts(0);
+			__atomic_thread_fence(__ATOMIC_SEQ_CST);
+			store_fields(CTX_VERSION, 64, (uint64_t)(uintptr_t)m);
+			__atomic_thread_fence(__ATOMIC_SEQ_CST);
+			store_ts(next_timestamp(old));
+		}
+	} else {
+		reply("err stall header|payload");
+		return;
+	}
+	if (msg != NULL) {
+		reply("err %s", msg);
+		return;
+	}
+	reply("ok 0x%" PRIxPTR, (uintptr_t)stall_addr);
+}
+
+static void cmd_unstall(void)
+{
+	if (stall_fd < 0) {
+		reply("err not stalled");
+		return;
+	}
+	munmap(stall_addr, stall_len);
+	close(stall_fd);
+	stall_fd = -1;
+	reply("ok");
+}
+
 #define MAX_ARGS 8
 
 int main(int argc, char **argv)
@@ -612,6 +720,10 @@ int main(int argc, char **argv)
 			cmd_header(args, nargs);
 		} else if (strcmp(cmd, "spin") == 0) {
 			cmd_spin(nargs > 0 ? args[0] : NULL);
+		} else if (strcmp(cmd, "stall") == 0) {
+			cmd_stall(nargs > 0 ? args[0] : NULL);
+		} else if (strcmp(cmd, "unstall") == 0) {
+			cmd_unstall();
 		} else if (strcmp(cmd, "exit") == 0) {
 			reply("ok");
 			free(line);
