@@ -18,6 +18,10 @@ type Key struct {
 // makes a new one. Its maps are shared by every reader and must be treated
 // as read-only.
 type Process struct {
+	// views holds the value of each View at the index of its id. First:
+	// the processor's hot path reads it with Key, in one cache line.
+	views []any
+
 	Key
 	// Identity is what the host knows of the process, read with the context.
 	Identity procfs.Identity
@@ -29,9 +33,6 @@ type Process struct {
 	// unpublished, or published something unreadable); zero while it is
 	// live. An ended publication stays in snapshots for Config.Retention.
 	EndedAt time.Time
-
-	// views holds the value of each View at the index of its id.
-	views []any
 }
 
 // Live reports whether the publication has not ended.

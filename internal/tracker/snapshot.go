@@ -1,6 +1,7 @@
 package tracker
 
 import (
+	"math/bits"
 	"sync/atomic"
 )
 
@@ -9,7 +10,7 @@ import (
 type Snapshot struct {
 	// byPID holds every live publication and the ended ones within their
 	// retention (unless the pid names another process since).
-	byPID map[int]*Process
+	byPID pidTable
 	// byContainer indexes byPID by (container.id, pid in the container).
 	byContainer map[ContainerPid]*Process
 	// outcomes says what the tracker knows of the pids without a
@@ -27,7 +28,7 @@ type Snapshot struct {
 // OutcomeUnknown (not seen yet: Tracker.Probe reads it). It takes no lock
 // and does not allocate.
 func (s *Snapshot) Lookup(pid int) (*Process, Outcome) {
-	if p := s.byPID[pid]; p != nil {
+	if p := s.byPID.get(pid); p != nil {
 		return p, OutcomeOK
 	}
 	return nil, s.outcomes.get(pid)
@@ -40,13 +41,61 @@ func (s *Snapshot) InContainer(cid string, vpid int) *Process {
 }
 
 // Len returns the number of publications (live and retained).
-func (s *Snapshot) Len() int { return len(s.byPID) }
+func (s *Snapshot) Len() int { return len(s.byPID.all) }
 
 // All calls fn for every publication until fn returns false.
 func (s *Snapshot) All(fn func(*Process) bool) {
-	for _, p := range s.byPID {
+	for _, p := range s.byPID.all {
 		if !fn(p) {
 			return
+		}
+	}
+}
+
+// pidTable is an open-addressing hash table from pid to publication, built
+// once per snapshot: a lookup is a multiply, a shift and mostly one probe,
+// on the hot path of every resource the processor enriches.
+type pidTable struct {
+	slots []pidSlot // a power of two, at most half full
+	shift uint
+	all   []*Process
+}
+
+type pidSlot struct {
+	pid int
+	p   *Process
+}
+
+func newPidTable(pubs map[int]*Process) pidTable {
+	size := 8
+	for size < 2*len(pubs) {
+		size *= 2
+	}
+	t := pidTable{slots: make([]pidSlot, size), shift: uint(64 - bits.TrailingZeros(uint(size))), all: make([]*Process, 0, len(pubs))}
+	for pid, p := range pubs {
+		i := t.slot(pid)
+		for t.slots[i].p != nil {
+			i = (i + 1) & (len(t.slots) - 1)
+		}
+		t.slots[i] = pidSlot{pid, p}
+		t.all = append(t.all, p)
+	}
+	return t
+}
+
+// slot is the home slot of pid (Fibonacci hashing).
+func (t *pidTable) slot(pid int) int {
+	return int(uint64(pid) * 0x9E3779B97F4A7C15 >> t.shift)
+}
+
+func (t *pidTable) get(pid int) *Process {
+	if len(t.slots) == 0 {
+		return nil
+	}
+	for i := t.slot(pid); ; i = (i + 1) & (len(t.slots) - 1) {
+		s := &t.slots[i]
+		if s.pid == pid || s.p == nil {
+			return s.p
 		}
 	}
 }

@@ -47,8 +47,8 @@ type proc struct {
 	// read again until that read returns.
 	stuck, stuckMemFile bool
 	memFile             bool // read memory through the mem file (it stalled once)
-	q        *quarantine
-	pub      *Process // the live publication, nil when none
+	q                   *quarantine
+	pub                 *Process // the live publication, nil when none
 }
 
 type quarantine struct {
@@ -86,6 +86,7 @@ type Tracker struct {
 	// outstanding counts the jobs handed to the readers, not back yet.
 	outstanding int
 	waiters     map[int][]*probeWait
+	wake        []chan struct{} // probes to wake at the next flush
 	changes     []Change
 	dirty       bool
 	reports     reports
@@ -848,11 +849,12 @@ func (t *Tracker) probe(w *probeWait) {
 		t.enqueue(&job{urgent: true, reqs: reqs[i : i+1 : i+1]})
 	}
 	if w.left == 0 {
-		close(w.done)
+		t.wake = append(t.wake, w.done)
 	}
 }
 
-// resolved wakes the probes waiting for pid.
+// resolved counts pid as read for the probes waiting for it; those done
+// are woken once the snapshot with what was read is published (flush).
 func (t *Tracker) resolved(pid int) {
 	ws := t.waiters[pid]
 	if ws == nil {
@@ -861,15 +863,17 @@ func (t *Tracker) resolved(pid int) {
 	delete(t.waiters, pid)
 	for _, w := range ws {
 		if w.left--; w.left == 0 {
-			close(w.done)
+			t.wake = append(t.wake, w.done)
 		}
 	}
+	t.dirty = true
 }
 
 func (t *Tracker) cancelWaiters() {
 	for pid := range t.waiters {
 		t.resolved(pid)
 	}
+	t.flush()
 }
 
 // hint handles a Hint call.
@@ -965,6 +969,10 @@ func (t *Tracker) flush() {
 		t.dirty = false
 		t.publishSnapshot()
 	}
+	for _, done := range t.wake {
+		close(done)
+	}
+	t.wake = t.wake[:0]
 	if len(t.changes) == 0 && t.pendingStats == nil {
 		return
 	}
@@ -981,14 +989,13 @@ func (t *Tracker) flush() {
 func (t *Tracker) publishSnapshot() {
 	t.snapGen++
 	s := &Snapshot{
-		byPID:       make(map[int]*Process, len(t.pubs)),
+		byPID:       newPidTable(t.pubs),
 		byContainer: map[ContainerPid]*Process{},
 		outcomes:    &t.outcomes,
 		Generation:  t.snapGen,
 		Scanned:     t.scanned,
 	}
-	for pid, p := range t.pubs {
-		s.byPID[pid] = p
+	for _, p := range t.pubs {
 		if cid := p.Identity.ContainerID; cid != "" {
 			k := ContainerPid{cid, p.Identity.VPID()}
 			// A live publication wins over an ended one of the same pair.

@@ -2,6 +2,7 @@ package processctxprocessor
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -46,13 +47,19 @@ type resolved struct {
 }
 
 // newBatch returns nil when the processor is not started: data then passes
-// through.
-func (c *core) newBatch() *batch {
+// through. Batches are reused from pool (the instance's): their scratch
+// memory survives from call to call.
+func (c *core) newBatch(pool *sync.Pool) *batch {
 	st := c.state.Load()
 	if st == nil {
 		return nil
 	}
-	return &batch{c: c, st: st, snap: st.src.Snapshot(), begun: c.now()}
+	b, _ := pool.Get().(*batch)
+	if b == nil {
+		b = &batch{c: c}
+	}
+	b.st, b.snap, b.begun = st, st.src.Snapshot(), c.now()
+	return b
 }
 
 // lookup returns what the snapshot says of pid.
@@ -88,18 +95,12 @@ func (b *batch) pending(pid int) outcome {
 }
 
 // resolveFor resolves the pid found on (or under) a resource: the
-// publication, its enrichment, the outcome and the host pid. onResource says
-// the pid is the resource's own: only then do the resource's service
-// attributes describe the pid's process (a resource whose records come from
-// several processes, such as journald's or an eBPF profiler's, does not).
-func (b *batch) resolveFor(facts *resourceFacts, pid int, onResource bool) resolved {
+// publication, its enrichment, the outcome and the host pid.
+func (b *batch) resolveFor(facts *resourceFacts, pid int) resolved {
 	if facts.containerID != "" {
 		return b.resolveInContainer(facts.containerID, pid)
 	}
 	p, e, o := b.lookup(pid)
-	if p != nil && onResource && !b.c.trustHostPids && e.identity.contradicts(facts.identity) {
-		return resolved{host: pid, outcome: outcomeMismatch}
-	}
 	return resolved{p: p, e: e, host: pid, outcome: o}
 }
 
@@ -129,7 +130,7 @@ func (b *batch) resolveMemo(facts *resourceFacts, pid int) *resolved {
 	if i := b.memoIdx.find(pid); i >= 0 {
 		return &b.memo[i]
 	}
-	r := b.resolveFor(facts, pid, false)
+	r := b.resolveFor(facts, pid)
 	r.group = -1
 	b.memoIdx.add(pid)
 	b.memo = append(b.memo, r)
@@ -146,21 +147,35 @@ func (b *batch) resetMemo() {
 
 // enrichResource enriches a resource that names its pid, counting items.
 // It returns false when the pid is being read: the resource is looked at
-// again once it is.
+// again once it is. A pid without container.id is verified (unless
+// unqualified_pids is "host"): the resource's own service attributes
+// describe the pid's process, and must not name another service.
 func (b *batch) enrichResource(attrs pcommon.Map, facts *resourceFacts, items int) bool {
-	r := b.resolveFor(facts, facts.pid, true)
-	if r.outcome == outcomePending {
+	var e *enrichment
+	var o outcome
+	host := facts.pid
+	if facts.containerID != "" {
+		r := b.resolveInContainer(facts.containerID, facts.pid)
+		e, o, host = r.e, r.outcome, r.host
+	} else {
+		_, e, o = b.lookup(facts.pid)
+	}
+	if o == outcomePending {
 		return false
 	}
-	b.count[r.outcome] += int64(items)
-	if r.p != nil {
-		b.c.enrich(attrs, r.e)
+	if e != nil {
+		verify := facts.containerID == "" && !b.c.trustHostPids
+		if !b.c.enrich(attrs, e, verify) {
+			b.count[outcomeMismatch] += int64(items)
+			return true
+		}
 		// The common case needs no stamp: the pid came as process.pid and
 		// is the host's, of a process not in a nested pid namespace.
-		if r.host != facts.pid || r.p.Identity.VPID() != r.host || b.c.pidKeys[0] != hostPidKey {
-			stampPids(attrs, r.p, facts.pid, r.host)
+		if host != facts.pid || e.vpid != host || !b.c.pidIsHostPidKey {
+			stampPids(attrs, e, facts.pid, host)
 		}
 	}
+	b.count[o] += int64(items)
 	return true
 }
 
@@ -199,13 +214,21 @@ func (b *batch) wait(ctx context.Context) bool {
 	return true
 }
 
-// finish records the batch's telemetry.
-func (b *batch) finish(ctx context.Context, tel telemetry) {
-	tel.RecordEnriched(ctx, b.count[outcomeEnriched])
-	tel.RecordNoContext(ctx, b.count[outcomeNoContext])
+// finish records the batch's telemetry and returns the batch to the
+// instance's pool.
+func (b *batch) finish(tel telemetry, pool *sync.Pool) {
+	tel.RecordEnriched(b.count[outcomeEnriched])
+	tel.RecordNoContext(b.count[outcomeNoContext])
 	for o := outcomePermissionDenied; o < numOutcomes; o++ {
-		tel.RecordErrors(ctx, o.kind(), b.count[o])
+		if b.count[o] > 0 {
+			tel.RecordErrors(o.kind(), b.count[o])
+		}
 	}
+	b.st, b.snap, b.final, b.wantScan = nil, nil, false, false
+	b.count = [numOutcomes]int64{}
+	b.resetMemo()
+	b.unknown, b.deferred = b.unknown[:0], b.deferred[:0]
+	pool.Put(b)
 }
 
 // pidIndex maps pids to positions 0, 1, 2, ... in the order they were added:

@@ -35,8 +35,11 @@ type core struct {
 	override bool
 	// trustHostPids: unqualified_pids is "host".
 	trustHostPids bool
-	filter        keyFilter
-	now           func() time.Time // a test hook
+	// pidIsHostPidKey: the first pid key is process.pid, so a resource pid
+	// found under it needs no stamp when it is the host's.
+	pidIsHostPidKey bool
+	filter          keyFilter
+	now             func() time.Time // a test hook
 	// open starts the core's own tracker; a test hook.
 	open func(ctx context.Context, logger *zap.Logger) (source, func(context.Context) error, error)
 
@@ -53,12 +56,13 @@ type coreState struct {
 
 func newCore(cfg *Config) *core {
 	c := &core{
-		cfg:           cfg,
-		pidKeys:       slices.Clone(cfg.PIDAttributes),
-		override:      cfg.Override,
-		trustHostPids: cfg.UnqualifiedPids == UnqualifiedHost,
-		filter:        newKeyFilter(cfg),
-		now:           time.Now,
+		cfg:             cfg,
+		pidKeys:         slices.Clone(cfg.PIDAttributes),
+		override:        cfg.Override,
+		trustHostPids:   cfg.UnqualifiedPids == UnqualifiedHost,
+		pidIsHostPidKey: cfg.PIDAttributes[0] == hostPidKey,
+		filter:          newKeyFilter(cfg),
+		now:             time.Now,
 	}
 	c.open = c.openTracker
 	return c
@@ -123,35 +127,98 @@ func (c *core) stop(ctx context.Context) error {
 // once per publication by the tracker (a View), read by every batch.
 type enrichment struct {
 	// attrs are the published resource attributes after include/exclude,
-	// the service identity keys first. Read-only.
-	attrs pcommon.Map
-	// identity is the service the process published (before include and
-	// exclude), to tell telemetry of another process with the same pid
-	// number.
-	identity serviceIdentity
+	// the service identity keys first (the nIdentity first ones). Read-only.
+	attrs     pcommon.Map
+	nIdentity int
+	// hidden are the identity keys published but not added (include and
+	// exclude), which telemetry is still verified against.
+	hidden []identityKey
+	// vpid is the process's pid in its innermost pid namespace.
+	vpid int
 }
 
+// identityKey is one key of a service identity and its published value.
+type identityKey struct{ key, value string }
+
+// identityKeys name the service a process says it is: telemetry whose own
+// values differ comes from another process with the same pid number (an
+// SDK in a container reports its container's pids).
+var identityKeys = [...]string{serviceInstanceIDKey, serviceNameKey, serviceNamespaceKey}
+
 func (c *core) enrichmentOf(p *tracker.Process) any {
-	return &enrichment{attrs: c.filter.apply(p.Context.Resource), identity: identityOf(p.Context.Resource)}
+	res := p.Context.Resource
+	e := &enrichment{attrs: pcommon.NewMap(), vpid: p.Identity.VPID()}
+	e.attrs.EnsureCapacity(res.Len())
+	for _, k := range identityKeys {
+		v, ok := res.Get(k)
+		if !ok || v.Type() != pcommon.ValueTypeStr || v.Str() == "" {
+			continue
+		}
+		if c.filter.keep(k) {
+			v.CopyTo(e.attrs.PutEmpty(k))
+			e.nIdentity++
+		} else {
+			e.hidden = append(e.hidden, identityKey{k, v.Str()})
+		}
+	}
+	for k, v := range res.All() {
+		if _, done := e.attrs.Get(k); !done && c.filter.keep(k) && !slices.Contains(identityKeys[:], k) {
+			v.CopyTo(e.attrs.PutEmpty(k))
+		}
+	}
+	return e
 }
 
 // enrich adds the published attributes to a resource's attributes;
-// existing keys win unless override is set. The map is grown once up front
-// when the first key is missing (the usual case: nothing added yet), so
-// that enriching costs no allocation beyond the copied values.
-func (c *core) enrich(dst pcommon.Map, e *enrichment) {
-	first := true
+// existing keys win unless override is set. With verify, the resource's
+// own service identity must not contradict the published one (a key set
+// on both sides with different values): then nothing is added and enrich
+// returns false. The identity keys come first, so a contradiction is seen
+// before anything else is added. The map is grown once up front when the
+// first key is missing (the usual case: nothing added yet), so that
+// enriching costs no allocation beyond the copied values.
+func (c *core) enrich(dst pcommon.Map, e *enrichment, verify bool) bool {
+	if verify {
+		for _, h := range e.hidden {
+			if contradicts(dst, h.key, h.value) {
+				return false
+			}
+		}
+	}
+	var added [len(identityKeys)]string
+	i := 0
 	for k, v := range e.attrs.All() {
-		if first {
+		if i == 0 {
 			if _, exists := dst.Get(k); !exists {
 				dst.EnsureCapacity(dst.Len() + e.attrs.Len())
 			}
-			first = false
 		}
 		cur, exists := dst.GetOrPutEmpty(k)
+		if i < e.nIdentity {
+			if exists && verify && cur.Type() == pcommon.ValueTypeStr && cur.Str() != "" && cur.Str() != v.Str() {
+				for _, k := range added[:i] {
+					if k != "" {
+						dst.Remove(k)
+					}
+				}
+				return false
+			}
+			if !exists {
+				added[i] = k
+			}
+		}
+		i++
 		if exists && !c.override {
 			continue
 		}
 		v.CopyTo(cur)
 	}
+	return true
+}
+
+// contradicts reports whether attrs has a non-empty string key with another
+// value than published.
+func contradicts(attrs pcommon.Map, key, published string) bool {
+	v, ok := attrs.Get(key)
+	return ok && v.Type() == pcommon.ValueTypeStr && v.Str() != "" && v.Str() != published
 }

@@ -1,9 +1,5 @@
 package processctxprocessor
 
-import (
-	"go.opentelemetry.io/collector/pdata/pcommon"
-)
-
 // keyFilter selects the published keys that may be added to telemetry.
 type keyFilter struct {
 	include map[string]struct{} // nil: every key
@@ -38,17 +34,4 @@ func (f keyFilter) keep(k string) bool {
 	}
 	_, ok := f.include[k]
 	return ok
-}
-
-// apply returns a copy of the kept attributes of src. It runs once per
-// publication, so that enrichment copies attributes without filtering.
-func (f keyFilter) apply(src pcommon.Map) pcommon.Map {
-	dst := pcommon.NewMap()
-	dst.EnsureCapacity(src.Len())
-	for k, v := range src.All() {
-		if f.keep(k) {
-			v.CopyTo(dst.PutEmpty(k))
-		}
-	}
-	return dst
 }

@@ -2,8 +2,6 @@ package processctxprocessor
 
 import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
-
-	"github.com/processctx/otelcol-processctx/internal/tracker"
 )
 
 // Telemetry from an SDK inside a container carries its container's pids
@@ -20,65 +18,39 @@ const (
 	serviceInstanceIDKey = "service.instance.id"
 )
 
-// serviceIdentity is the service a process says it is.
-type serviceIdentity struct {
-	name, namespace, instanceID string
-}
-
-func identityOf(m pcommon.Map) serviceIdentity {
-	return serviceIdentity{
-		name:       stringAttr(m, serviceNameKey),
-		namespace:  stringAttr(m, serviceNamespaceKey),
-		instanceID: stringAttr(m, serviceInstanceIDKey),
-	}
-}
-
-// contradicts reports whether the telemetry's identity names another
-// service: a key set on both sides with different values.
-func (id serviceIdentity) contradicts(tel serviceIdentity) bool {
-	differs := func(a, b string) bool { return a != "" && b != "" && a != b }
-	return differs(id.instanceID, tel.instanceID) || differs(id.name, tel.name) || differs(id.namespace, tel.namespace)
-}
-
-func stringAttr(m pcommon.Map, key string) string {
-	if v, ok := m.Get(key); ok && v.Type() == pcommon.ValueTypeStr {
-		return v.Str()
-	}
-	return ""
-}
-
 // resourceFacts is what one pass over a resource's attributes (this runs
-// for every resource) finds: the pid under the highest-ranked pid key, the
-// container.id and the service identity.
+// for every resource) finds: the pid under the highest-ranked pid key and
+// the container.id.
 type resourceFacts struct {
 	pid         int
 	containerID string
-	identity    serviceIdentity
 }
 
 func (c *core) factsOf(attrs pcommon.Map) resourceFacts {
 	var f resourceFacts
+	if len(c.pidKeys) == 1 {
+		// The usual configuration: one key, compared without a loop.
+		key := c.pidKeys[0]
+		for k, v := range attrs.All() {
+			switch k {
+			case key:
+				if pid, ok := pidFromValue(v); ok {
+					f.pid = pid
+				}
+			case containerIDKey:
+				if v.Type() == pcommon.ValueTypeStr {
+					f.containerID = v.Str()
+				}
+			}
+		}
+		return f
+	}
 	rank := len(c.pidKeys)
 	for k, v := range attrs.All() {
 		switch k {
 		case containerIDKey:
 			if v.Type() == pcommon.ValueTypeStr {
 				f.containerID = v.Str()
-			}
-			continue
-		case serviceNameKey:
-			if v.Type() == pcommon.ValueTypeStr {
-				f.identity.name = v.Str()
-			}
-			continue
-		case serviceNamespaceKey:
-			if v.Type() == pcommon.ValueTypeStr {
-				f.identity.namespace = v.Str()
-			}
-			continue
-		case serviceInstanceIDKey:
-			if v.Type() == pcommon.ValueTypeStr {
-				f.identity.instanceID = v.Str()
 			}
 			continue
 		}
@@ -97,7 +69,7 @@ func (c *core) factsOf(attrs pcommon.Map) resourceFacts {
 // stampPids makes an enriched resource carry the host pid as process.pid,
 // and the pid inside its namespace as process.vpid where they differ.
 // telemetryPid is the pid the telemetry named.
-func stampPids(attrs pcommon.Map, p *tracker.Process, telemetryPid, hostPid int) {
+func stampPids(attrs pcommon.Map, e *enrichment, telemetryPid, hostPid int) {
 	if hostPid != telemetryPid {
 		attrs.PutInt(hostPidKey, int64(hostPid))
 		attrs.PutInt(vpidKey, int64(telemetryPid))
@@ -106,9 +78,9 @@ func stampPids(attrs pcommon.Map, p *tracker.Process, telemetryPid, hostPid int)
 	if _, ok := attrs.Get(hostPidKey); !ok {
 		attrs.PutInt(hostPidKey, int64(hostPid))
 	}
-	if vpid := p.Identity.VPID(); vpid != 0 && vpid != hostPid {
+	if e.vpid != 0 && e.vpid != hostPid {
 		if _, ok := attrs.Get(vpidKey); !ok {
-			attrs.PutInt(vpidKey, int64(vpid))
+			attrs.PutInt(vpidKey, int64(e.vpid))
 		}
 	}
 }

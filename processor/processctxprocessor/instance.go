@@ -24,6 +24,7 @@ type instance struct {
 	regroup bool
 	// release drops the instance's reference to the shared core, once.
 	release func(context.Context) error
+	batches sync.Pool // *batch
 }
 
 func newInstance(c *core, set processor.Settings, signal string, release func(context.Context) error) (*instance, error) {
@@ -49,4 +50,7 @@ func (p *instance) start(ctx context.Context, host component.Host) error {
 	return p.core.start(ctx, host, p.logger)
 }
 
-func (p *instance) shutdown(ctx context.Context) error { return p.release(ctx) }
+func (p *instance) shutdown(ctx context.Context) error {
+	p.tel.Shutdown()
+	return p.release(ctx)
+}

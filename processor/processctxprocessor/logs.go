@@ -11,11 +11,11 @@ import (
 // processLogs enriches each resource by its pid, or regroups its records by
 // their pids.
 func (p *instance) processLogs(ctx context.Context, ld plog.Logs) (plog.Logs, error) {
-	b := p.core.newBatch()
+	b := p.core.newBatch(&p.batches)
 	if b == nil {
 		return ld, nil
 	}
-	defer b.finish(ctx, p.tel)
+	defer b.finish(p.tel, &p.batches)
 	rls := ld.ResourceLogs()
 	var emptied marks
 	n := rls.Len() // resources appended by regrouping are complete already

@@ -9,11 +9,11 @@ import (
 // processMetrics enriches resources that carry a pid, as the hostmetrics
 // process scraper's do (one resource per process).
 func (p *instance) processMetrics(ctx context.Context, md pmetric.Metrics) (pmetric.Metrics, error) {
-	b := p.core.newBatch()
+	b := p.core.newBatch(&p.batches)
 	if b == nil {
 		return md, nil
 	}
-	defer b.finish(ctx, p.tel)
+	defer b.finish(p.tel, &p.batches)
 	rms := md.ResourceMetrics()
 	resource := func(i int) bool {
 		rm := rms.At(i)

@@ -15,11 +15,11 @@ import (
 // since 2026-03), or regroups its samples by their process.pid attribute
 // (earlier builds: several pids under one resource).
 func (p *instance) processProfiles(ctx context.Context, pd pprofile.Profiles) (pprofile.Profiles, error) {
-	b := p.core.newBatch()
+	b := p.core.newBatch(&p.batches)
 	if b == nil {
 		return pd, nil
 	}
-	defer b.finish(ctx, p.tel)
+	defer b.finish(p.tel, &p.batches)
 	rps := pd.ResourceProfiles()
 	pr := profilesRun{p: p, b: b, rps: rps, dict: pd.Dictionary()}
 	n := rps.Len()

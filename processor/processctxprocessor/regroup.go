@@ -116,8 +116,8 @@ func (b *batch) groupOf(r *resolved) int32 {
 
 // enrichGroup enriches the resource of one process's group.
 func (b *batch) enrichGroup(attrs pcommon.Map, g *group) {
-	b.c.enrich(attrs, g.r.e)
-	stampPids(attrs, g.r.p, g.r.host, g.r.host)
+	b.c.enrich(attrs, g.r.e, false)
+	stampPids(attrs, g.r.e, g.r.host, g.r.host)
 }
 
 // split moves each group's items into its own resource.

@@ -8,11 +8,11 @@ import (
 
 // processTraces enriches resources that carry a pid.
 func (p *instance) processTraces(ctx context.Context, td ptrace.Traces) (ptrace.Traces, error) {
-	b := p.core.newBatch()
+	b := p.core.newBatch(&p.batches)
 	if b == nil {
 		return td, nil
 	}
-	defer b.finish(ctx, p.tel)
+	defer b.finish(p.tel, &p.batches)
 	rss := td.ResourceSpans()
 	resource := func(i int) bool {
 		rs := rss.At(i)

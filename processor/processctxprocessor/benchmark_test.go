@@ -1,0 +1,369 @@
+package processctxprocessor
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/pprofile"
+
+	"github.com/processctx/otelcol-processctx/internal/pubtest"
+	"github.com/processctx/otelcol-processctx/internal/tracker/trackertest"
+)
+
+// benchPids is the number of processes in the benchmarks' telemetry.
+const benchPids = 100
+
+// benchPublishers starts benchPids real publishers, both implementations.
+func benchPublishers(b *testing.B) []*publishing {
+	var pubs []*publishing
+	for i := range benchPids {
+		kind := pubtest.C
+		if i%2 == 0 {
+			kind = pubtest.Go
+		}
+		pubs = append(pubs, startPublisher(b, kind, "svc-"+strconv.Itoa(i)))
+	}
+	return pubs
+}
+
+// benchLogs builds 10,000 records under 100 resources, each resource
+// carrying the pid of one of the publishers.
+func benchLogs(pubs []*publishing) plog.Logs {
+	ld := plog.NewLogs()
+	for r := range 100 {
+		rl := ld.ResourceLogs().AppendEmpty()
+		attrs := rl.Resource().Attributes()
+		attrs.PutInt("process.pid", int64(pubs[r%len(pubs)].Pid))
+		attrs.PutStr("host.name", "node-1")
+		sl := rl.ScopeLogs().AppendEmpty()
+		for i := range 100 {
+			lr := sl.LogRecords().AppendEmpty()
+			lr.Body().SetStr("log line " + strconv.Itoa(i))
+			lr.Attributes().PutStr("log.iostream", "stdout")
+		}
+	}
+	return ld
+}
+
+// stripKeys removes the added keys again, which restores enriched copies
+// exactly (added keys are appended last).
+func stripKeys(lds []plog.Logs, added []string) {
+	for _, ld := range lds {
+		for _, rl := range ld.ResourceLogs().All() {
+			attrs := rl.Resource().Attributes()
+			for _, k := range added {
+				attrs.Remove(k)
+			}
+		}
+	}
+}
+
+// logsRounds runs enrich on copies of src b.N times in all. Copying 10,000
+// records costs far more than enriching them, so the copies are reused:
+// between rounds, with the timer stopped, the added keys are removed again,
+// which restores the copies exactly (added keys are appended last).
+func logsRounds(b *testing.B, src plog.Logs, added []string, enrich func(plog.Logs)) {
+	const perRound = 16
+	batch := make([]plog.Logs, perRound)
+	for i := range batch {
+		batch[i] = plog.NewLogs()
+		src.CopyTo(batch[i])
+	}
+	strip := func(lds []plog.Logs) { stripKeys(lds, added) }
+	// Check once that a round trip restores the data.
+	enrich(batch[0])
+	strip(batch[:1])
+	if !batch[0].ResourceLogs().At(0).Resource().Attributes().Equal(src.ResourceLogs().At(0).Resource().Attributes()) {
+		b.Fatal("stripping does not restore the input")
+	}
+
+	b.ReportAllocs()
+	b.ResetTimer()
+	for done := 0; done < b.N; {
+		n := min(b.N-done, perRound)
+		for _, ld := range batch[:n] {
+			enrich(ld)
+		}
+		done += n
+		b.StopTimer()
+		strip(batch[:n])
+		b.StartTimer()
+	}
+}
+
+func publishedKeys(pubs []*publishing) []string {
+	var keys []string
+	for k := range pubs[0].published() {
+		keys = append(keys, k)
+	}
+	return keys
+}
+
+// warmUp processes a copy of src once, so that the tracker knows its pids,
+// and returns the processed copy.
+func warmUp(b *testing.B, h *harness, src plog.Logs) plog.Logs {
+	warm := plog.NewLogs()
+	src.CopyTo(warm)
+	if _, err := h.direct.processLogs(context.Background(), warm); err != nil {
+		b.Fatal(err)
+	}
+	return warm
+}
+
+// BenchmarkLogsResourcePid: the hot path of the common case, 10,000
+// records under 100 resources with the pids of 100 real publishers the
+// tracker knows.
+func BenchmarkLogsResourcePid(b *testing.B) {
+	pubs := benchPublishers(b)
+	h := newHarness(b, testConfig())
+	ctx := context.Background()
+	src := benchLogs(pubs)
+	warmUp(b, h, src)
+	io := h.io()
+
+	logsRounds(b, src, publishedKeys(pubs), func(ld plog.Logs) {
+		if _, err := h.direct.processLogs(ctx, ld); err != nil {
+			b.Fatal(err)
+		}
+	})
+	b.StopTimer()
+	if h.io().Maps != io.Maps {
+		b.Fatalf("the processor read maps files: %+v -> %+v", io, h.io())
+	}
+}
+
+// BenchmarkLogsResourcePidBaseline is the floor: a plain upsert of the same
+// keys and values on the same resources, as contrib's resourceprocessor does
+// with static attributes.
+func BenchmarkLogsResourcePidBaseline(b *testing.B) {
+	pubs := benchPublishers(b)
+	logsRounds(b, benchLogs(pubs), publishedKeys(pubs), plainUpsert(b, pubs))
+}
+
+// plainUpsert returns the baseline's enrichment: each resource gets the
+// attributes its pid's process published, upserted from a prepared map.
+func plainUpsert(b *testing.B, pubs []*publishing) func(plog.Logs) {
+	published := make(map[int]pcommon.Map, len(pubs))
+	for _, p := range pubs {
+		m := pcommon.NewMap()
+		if err := m.FromRaw(p.published()); err != nil {
+			b.Fatal(err)
+		}
+		published[p.Pid] = m
+	}
+	return func(ld plog.Logs) {
+		rls := ld.ResourceLogs()
+		for i := range rls.Len() {
+			attrs := rls.At(i).Resource().Attributes()
+			pid, _ := attrs.Get("process.pid")
+			for k, v := range published[int(pid.Int())].All() {
+				v.CopyTo(attrs.PutEmpty(k))
+			}
+		}
+	}
+}
+
+// BenchmarkLogsResourcePidVsBaseline runs the processor and the plain upsert
+// alternately on the same data, so that both see the same machine (this VM
+// is shared: back-to-back benchmarks differ by more than the ratio sought),
+// and reports the ratio of their times.
+func BenchmarkLogsResourcePidVsBaseline(b *testing.B) {
+	pubs := benchPublishers(b)
+	h := newHarness(b, testConfig())
+	ctx := context.Background()
+	src := benchLogs(pubs)
+	warmUp(b, h, src)
+	upsert := plainUpsert(b, pubs)
+	keys := publishedKeys(pubs)
+	copies := [2]plog.Logs{plog.NewLogs(), plog.NewLogs()}
+	for _, c := range copies {
+		src.CopyTo(c)
+	}
+	var processor, baseline time.Duration
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		run := func(f func()) time.Duration { t := time.Now(); f(); return time.Since(t) }
+		process := func() {
+			if _, err := h.direct.processLogs(ctx, copies[0]); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if i%2 == 0 { // alternate which goes first
+			processor += run(process)
+			baseline += run(func() { upsert(copies[1]) })
+		} else {
+			baseline += run(func() { upsert(copies[1]) })
+			processor += run(process)
+		}
+		b.StopTimer()
+		stripKeys(copies[:], keys)
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(processor.Nanoseconds())/float64(b.N), "processor-ns/batch")
+	b.ReportMetric(float64(baseline.Nanoseconds())/float64(b.N), "baseline-ns/batch")
+	b.ReportMetric(float64(processor)/float64(baseline), "x-baseline")
+}
+
+// benchSamples is the number of samples in the profiles benchmark.
+const benchSamples = 100_000
+
+// benchProfiles builds the pre-2026-03 eBPF profiler layout: one resource,
+// 10 profiles of benchSamples/10 samples each, samples of the publishers and
+// of a pid without a context interleaved.
+func benchProfiles(pubs []*publishing, other int) pprofile.Profiles {
+	pb := newProfileBuilder()
+	sp := pb.pd.ResourceProfiles().AppendEmpty().ScopeProfiles().AppendEmpty()
+	for p := range 10 {
+		prof := pb.profile(sp, byte(p))
+		k := 0 // the next publisher, so that every one gets samples
+		for n := range benchSamples / 10 {
+			pid := other
+			if n%5 != 0 {
+				pid = pubs[k%len(pubs)].Pid
+				k++
+			}
+			pb.sample(prof, n, pid)
+		}
+	}
+	return pb.pd
+}
+
+// BenchmarkProfilesSamplePids: regrouping 100,000 samples of 101 pids (100
+// with a context) under one resource into one resource per process.
+func BenchmarkProfilesSamplePids(b *testing.B) {
+	pubs := benchPublishers(b)
+	h := newHarness(b, testConfig())
+	src := benchProfiles(pubs, noContextPID())
+	ctx := context.Background()
+	p, err := newInstance(h.core, processortestSettings(), "profiles", func(context.Context) error { return nil })
+	if err != nil {
+		b.Fatal(err)
+	}
+	warm := pprofile.NewProfiles()
+	src.CopyTo(warm)
+	if _, err := p.processProfiles(ctx, warm); err != nil {
+		b.Fatal(err)
+	}
+	if warm.ResourceProfiles().Len() != len(pubs)+1 {
+		b.Fatalf("got %d resources", warm.ResourceProfiles().Len())
+	}
+
+	b.ReportAllocs()
+	for b.Loop() {
+		b.StopTimer()
+		pd := pprofile.NewProfiles()
+		src.CopyTo(pd)
+		b.StartTimer()
+		if _, err := p.processProfiles(ctx, pd); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*benchSamples), "ns/sample")
+}
+
+// benchRecordLogs builds 10,000 records under one resource, each carrying
+// the pid of one of the publishers (journald-like), every fifth one a pid
+// without a context.
+func benchRecordLogs(pubs []*publishing) plog.Logs {
+	ld := plog.NewLogs()
+	rl := ld.ResourceLogs().AppendEmpty()
+	rl.Resource().Attributes().PutStr("host.name", "node-1")
+	sl := rl.ScopeLogs().AppendEmpty()
+	k := 0 // the next publisher, so that every one gets records
+	for i := range 10_000 {
+		pid := noContextPID()
+		if i%5 != 0 {
+			pid = pubs[k%len(pubs)].Pid
+			k++
+		}
+		addRecord(sl, "log line "+strconv.Itoa(i), pid)
+	}
+	return ld
+}
+
+// BenchmarkLogsRecordPids: regrouping 10,000 records of 101 pids under one
+// resource into one resource per process, warm cache.
+func BenchmarkLogsRecordPids(b *testing.B) {
+	pubs := benchPublishers(b)
+	h := newHarness(b, testConfig())
+	ctx := context.Background()
+	src := benchRecordLogs(pubs)
+	warm := warmUp(b, h, src)
+	if warm.ResourceLogs().Len() != len(pubs)+1 {
+		b.Fatalf("got %d resources", warm.ResourceLogs().Len())
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		b.StopTimer()
+		ld := plog.NewLogs()
+		src.CopyTo(ld)
+		b.StartTimer()
+		if _, err := h.direct.processLogs(ctx, ld); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*src.LogRecordCount()), "ns/record")
+}
+
+// BenchmarkLogsResourcePidCold: the batch of BenchmarkLogsResourcePid met
+// by a new processor, whose tracker has not seen the 100 pids yet (its
+// first scan of the host runs meanwhile): the batch probes them, each a
+// stat read, a maps scan, a seqlock read and decode and an identity read,
+// and waits for them. Compare with BenchmarkLogsResourcePid (warm).
+func BenchmarkLogsResourcePidCold(b *testing.B) {
+	pubs := benchPublishers(b)
+	src := benchLogs(pubs)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		b.StopTimer()
+		h := newHarness(b, testConfig()) // a new core and tracker
+		ld := plog.NewLogs()
+		src.CopyTo(ld)
+		b.StartTimer()
+		if _, err := h.direct.processLogs(ctx, ld); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*benchPids), "ns/pid")
+}
+
+// BenchmarkLogsUnknownPidsWhileStalled: batches of 100 pids never seen
+// before while every read of the host is stuck (a fake host whose maps
+// reads never return): each batch leaves the processor once lookup_timeout
+// has passed, unenriched, whatever the reads do. ms/batch is the time a
+// batch is held; bound-ms the configured bound.
+func BenchmarkLogsUnknownPidsWhileStalled(b *testing.B) {
+	host := trackertest.NewHost()
+	cfg := testConfig()
+	cfg.LookupTimeout = defaultLookupTimeout
+	cfg.ReadTimeout = time.Hour
+	h := newFakeHarness(b, cfg, host)
+	ctx := context.Background()
+	next := 1000
+	b.ReportAllocs()
+	var worst time.Duration
+	for b.Loop() {
+		b.StopTimer()
+		pids := make([]int, 100)
+		for i := range pids {
+			pids[i] = next
+			host.Add(next).Block = trackertest.MethodMaps
+			next++
+		}
+		ld := resourceLogs(pids...)
+		b.StartTimer()
+		began := time.Now()
+		if _, err := h.direct.processLogs(ctx, ld); err != nil {
+			b.Fatal(err)
+		}
+		worst = max(worst, time.Since(began))
+	}
+	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/batch")
+	b.ReportMetric(float64(worst.Milliseconds()), "worst-ms/batch")
+	b.ReportMetric(float64(cfg.LookupTimeout.Milliseconds()), "bound-ms")
+}
