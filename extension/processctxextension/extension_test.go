@@ -92,7 +92,21 @@ func TestReceiverAndProcessorShareTheTracker(t *testing.T) {
 
 	p := pubtest.Start(t, pubtest.Go, pubtest.Options{})
 	p.Publish(otep.EncodeStrings(map[string]string{"service.name": "shared"}))
-	require.Eventually(t, func() bool { return entities.LogRecordCount() > 0 }, 10*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool {
+		for _, l := range entities.AllLogs() {
+			for _, rl := range l.ResourceLogs().All() {
+				for _, sl := range rl.ScopeLogs().All() {
+					for _, lr := range sl.LogRecords().All() {
+						id, _ := lr.Attributes().Get("otel.entity.id")
+						if pid, ok := id.Map().Get("process.pid"); ok && pid.Int() == int64(p.Pid) {
+							return true
+						}
+					}
+				}
+			}
+		}
+		return false
+	}, 10*time.Second, 10*time.Millisecond, "the receiver's entity event")
 	got, _ := tr.Snapshot().Lookup(p.Pid)
 	require.NotNil(t, got, "the extension's tracker read the publisher")
 

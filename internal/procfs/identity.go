@@ -30,9 +30,9 @@ type Identity struct {
 	// /proc/<pid>/exe without a " (deleted)" suffix; empty when unreadable
 	// (kernel threads, no permission).
 	ExecutablePath string
-	// CommandLine (process.command_line) is Args joined with spaces.
+	// CommandLine (process.command_line) is the arguments of the command
+	// line joined with spaces.
 	CommandLine string
-	Args        []string
 	// UID is the real uid from status; -1 when unknown.
 	UID int
 	// Owner (process.owner) is the user name of UID, or UID in decimal when
@@ -132,7 +132,6 @@ func (r *IdentityReader) Identity(pid int) (Identity, error) {
 				id.ExecutableName = filepath.Base(id.ExecutablePath)
 			}
 			if args, err := proc.CmdLine(); err == nil && len(args) > 0 {
-				id.Args = args
 				id.CommandLine = strings.Join(args, " ")
 			}
 			if status, err := proc.NewStatus(); err == nil {

@@ -49,10 +49,10 @@ type result struct {
 	start     uint64
 	addr      uint64
 	ctx       otep.Context
-	changed   bool // opRefresh: a new context was read
-	relocated bool // opRefresh: the header was gone and the maps were read again
-	identity  procfs.Identity
-	exe, why  string // opDescribe
+	changed   bool             // opRefresh: a new context was read
+	relocated bool             // opRefresh: the header was gone and the maps were read again
+	identity  *procfs.Identity // with a new context
+	exe, why  string           // opDescribe
 }
 
 // outcome classifies the result.
@@ -144,8 +144,9 @@ type readerG struct {
 	replaced bool
 }
 
-// pool runs jobs on reader goroutines and abandons a request that does
-// not return within the timeout. Results go to the tracker's loop.
+// pool runs jobs on reader goroutines; the tracker's loop abandons a
+// request that does not return within the timeout (expire). Results go to
+// the loop.
 type pool struct {
 	host       Host
 	timeout    time.Duration
@@ -156,7 +157,6 @@ type pool struct {
 	results        chan *job // done, stalled and not-run jobs, for the loop
 	released       chan int  // pids whose abandoned read returned
 	stop           chan struct{}
-	kick           chan struct{} // wakes the supervisor when work starts
 
 	mu      sync.Mutex
 	live    map[*readerG]struct{}
@@ -165,7 +165,7 @@ type pool struct {
 	// through the mem file, which fails at once where process_vm_readv
 	// waits.
 	memFileOnly atomic.Bool
-	wg          sync.WaitGroup // every reader goroutine, stuck ones too, and the supervisor
+	wg          sync.WaitGroup // every reader goroutine, stuck ones too
 }
 
 func newPool(host Host, cfg Config, now func() time.Time) *pool {
@@ -179,7 +179,6 @@ func newPool(host Host, cfg Config, now func() time.Time) *pool {
 		results:    make(chan *job, 16),
 		released:   make(chan int, 16),
 		stop:       make(chan struct{}),
-		kick:       make(chan struct{}, 1),
 		live:       map[*readerG]struct{}{},
 	}
 }
@@ -190,8 +189,6 @@ func (p *pool) start(readers int) {
 		p.spawnLocked()
 	}
 	p.mu.Unlock()
-	p.wg.Add(1)
-	go p.supervise()
 }
 
 func (p *pool) spawnLocked() {
@@ -244,10 +241,6 @@ func (p *pool) read(g *readerG) {
 			return
 		}
 		g.current.Store(j)
-		select {
-		case p.kick <- struct{}{}:
-		default:
-		}
 		p.run(j)
 		g.current.Store(nil)
 		if j.finish() {
@@ -299,45 +292,17 @@ func (p *pool) deliver(j *job) {
 	}
 }
 
-// supervise abandons requests that overran their deadline, replacing
-// their readers, and hands back queued jobs when no reader is left.
-func (p *pool) supervise() {
-	defer p.wg.Done()
-	tick := max(p.timeout/4, time.Millisecond)
-	timer := time.NewTimer(tick)
-	defer timer.Stop()
-	for {
-		select {
-		case <-p.stop:
-			return
-		case <-timer.C:
-		}
-		busy := p.check()
-		if !busy {
-			// Idle: sleep until a reader starts a job.
-			select {
-			case <-p.stop:
-				return
-			case <-p.kick:
-			}
-		}
-		timer.Reset(tick)
-	}
-}
-
-// check abandons overdue requests and reports whether a reader is busy.
-func (p *pool) check() bool {
+// expire abandons the requests that overran their deadline, replacing
+// their readers, and returns their jobs; when no reader is left, it also
+// returns the queued jobs, not run. The tracker's loop calls it every
+// superviseTick while jobs are out.
+func (p *pool) expire() []*job {
 	deadline := p.now().Add(-p.timeout)
 	p.mu.Lock()
 	var expired []*job
-	busy := false
 	for g := range p.live {
 		j := g.current.Load()
-		if j == nil {
-			continue
-		}
-		busy = true
-		if !j.expire(deadline) {
+		if j == nil || !j.expire(deadline) {
 			continue
 		}
 		expired = append(expired, j)
@@ -352,29 +317,30 @@ func (p *pool) check() bool {
 	}
 	none := len(p.live) == 0
 	p.mu.Unlock()
-	for _, j := range expired {
-		p.deliver(j)
-	}
 	if none {
-		p.drain()
+		expired = append(expired, p.drain()...)
 	}
-	return busy
+	return expired
 }
 
-// drain hands back the queued jobs when no reader is left to run them.
-func (p *pool) drain() {
+// superviseTick is how often the loop looks for overdue reads.
+func (p *pool) superviseTick() time.Duration { return max(p.timeout/4, time.Millisecond) }
+
+// drain takes back the queued jobs when no reader is left to run them.
+func (p *pool) drain() []*job {
+	var out []*job
 	for {
 		var j *job
 		select {
 		case j = <-p.urgent:
 		case j = <-p.normal:
 		default:
-			return
+			return out
 		}
 		j.mu.Lock()
 		j.state = jobNotRun
 		j.mu.Unlock()
-		p.deliver(j)
+		out = append(out, j)
 	}
 }
 
@@ -411,12 +377,14 @@ func (p *pool) exec(r *request) {
 			r.res.addr, r.res.ctx, r.res.changed = r.addr, ctx, true
 			p.identify(r)
 			return
-		case !errors.Is(err, otep.ErrNoContext) && !errors.Is(err, otep.ErrInvalid) && !errors.Is(err, otep.ErrTooLarge):
+		case !errors.Is(err, otep.ErrNoContext) && !errors.Is(err, otep.ErrInvalid) &&
+			!errors.Is(err, otep.ErrTooLarge) && !errors.Is(err, otep.ErrTorn):
 			r.res.err = err
 			return
 		}
-		// Unpublished, replaced (e.g. after exec) or now unreadable: the
-		// maps say which.
+		// Unpublished, replaced (e.g. after exec), now unreadable, or
+		// "being updated" on every try, as the zeros of another mapping
+		// at the old address read: the maps say which.
 		r.res.relocated = true
 	}
 	m, err := h.FindMapping(r.pid)
@@ -444,6 +412,6 @@ func (p *pool) identify(r *request) {
 	case id.StartTicks != r.res.start:
 		r.res.err = fmt.Errorf("pid %d was reused while it was read: %w", r.pid, procfs.ErrProcessGone)
 	default:
-		r.res.identity = id
+		r.res.identity = &id
 	}
 }

@@ -18,8 +18,13 @@ const (
 	// rescanFastChecks is how many re-reads happen at RescanInterval
 	// before the wait starts doubling.
 	rescanFastChecks = 4
-	// jobSize is the most requests one job carries.
-	jobSize = 16
+	// jobSize is the most requests one job of a scan carries: a job is one
+	// hand-off to a reader; a read that stalls holds the rest of its job
+	// until its deadline, then they are queued again.
+	jobSize = 128
+	// maxFreeJobs is how many done jobs are kept for reuse: enough for a
+	// steady scan, not a discovery's worth of memory.
+	maxFreeJobs = 2
 	// quarantineGrowth bounds the quarantine backoff, which doubles from
 	// Config.QuarantineBackoff.
 	quarantineGrowth = 20
@@ -83,6 +88,7 @@ type Tracker struct {
 	pendingStats *ScanStats // the last scan's summary, not handed out yet
 	backlog      []*job
 	urgent       []*job
+	freeJobs     []*job // done jobs for reuse
 	// outstanding counts the jobs handed to the readers, not back yet.
 	outstanding int
 	waiters     map[int][]*probeWait
@@ -100,6 +106,7 @@ type Tracker struct {
 	subsMu sync.Mutex
 	subs   []*Subscription
 
+	ready  chan struct{} // closed when the first scan finished
 	probes chan *probeWait
 	hints  chan int
 	soon   chan chan struct{}
@@ -157,6 +164,7 @@ func New(host Host, cfg Config, logger *zap.Logger, opts ...Option) (*Tracker, e
 		control: make(chan func()),
 		stop:    make(chan struct{}),
 		done:    make(chan struct{}),
+		ready:   make(chan struct{}),
 	}
 	for _, o := range opts {
 		o(t)
@@ -209,6 +217,9 @@ func (t *Tracker) Stop(ctx context.Context) error {
 	t.pool.wait(quick.Done())
 	return nil
 }
+
+// Ready is closed once the first scan of the host has finished.
+func (t *Tracker) Ready() <-chan struct{} { return t.ready }
 
 // Snapshot returns the current view of the publications. It takes no lock.
 func (t *Tracker) Snapshot() *Snapshot { return t.snap.Load() }
@@ -414,6 +425,11 @@ func (t *Tracker) run() {
 	t.startScan()
 	ticker := time.NewTicker(t.cfg.ScanInterval)
 	defer ticker.Stop()
+	// supervise runs while jobs are out: a read overdue is abandoned.
+	supervise := time.NewTimer(time.Hour)
+	supervise.Stop()
+	defer supervise.Stop()
+	var superviseC <-chan time.Time
 	for {
 		var normal, urgent chan<- *job
 		var nextNormal, nextUrgent *job
@@ -451,6 +467,19 @@ func (t *Tracker) run() {
 		case urgent <- nextUrgent:
 			t.urgent = pop(t.urgent)
 			t.outstanding++
+		case <-superviseC:
+			superviseC = nil
+			for _, j := range t.pool.expire() {
+				t.applyJob(j)
+			}
+		}
+		switch {
+		case t.outstanding > 0 && superviseC == nil:
+			supervise.Reset(t.pool.superviseTick())
+			superviseC = supervise.C
+		case t.outstanding == 0 && superviseC != nil:
+			supervise.Stop()
+			superviseC = nil
 		}
 		t.flush()
 	}
@@ -535,7 +564,8 @@ type batcher struct{ cur *job }
 func (b *batcher) add(t *Tracker, p *proc, r request) {
 	p.inflight = true
 	if b.cur == nil {
-		b.cur = &job{scan: t.scan.gen, reqs: make([]request, 0, jobSize)}
+		b.cur = t.newJob()
+		b.cur.scan = t.scan.gen
 	}
 	b.cur.reqs = append(b.cur.reqs, r)
 	if len(b.cur.reqs) == jobSize {
@@ -575,9 +605,31 @@ func (t *Tracker) rescanDelay(p *proc) time.Duration {
 	return min(d, t.cfg.RescanMaxInterval)
 }
 
+// newJob returns an empty job, reusing one whose reads are done.
+func (t *Tracker) newJob() *job {
+	if n := len(t.freeJobs); n > 0 {
+		j := t.freeJobs[n-1]
+		t.freeJobs = t.freeJobs[:n-1]
+		return j
+	}
+	return &job{reqs: make([]request, 0, jobSize)}
+}
+
+// recycle keeps a job whose reads are all done for reuse. A stalled job is
+// not: its reader may still write into it.
+func (t *Tracker) recycle(j *job) {
+	if j.state != jobDone || cap(j.reqs) != jobSize || len(t.freeJobs) >= maxFreeJobs {
+		return
+	}
+	clear(j.reqs)
+	*j = job{reqs: j.reqs[:0]}
+	t.freeJobs = append(t.freeJobs, j)
+}
+
 // applyJob applies what a job read.
 func (t *Tracker) applyJob(j *job) {
 	t.outstanding--
+	defer t.recycle(j)
 	n := j.completed()
 	for i := range n {
 		t.apply(&j.reqs[i], j.scan)
@@ -723,7 +775,7 @@ func (t *Tracker) publish(pid int, p *proc, res result) {
 	}
 	pub := (&Process{
 		Key:      Key{PID: pid, StartTicks: p.start},
-		Identity: res.identity,
+		Identity: *res.identity,
 		Context:  res.ctx,
 		Addr:     res.addr,
 	}).withViews(t.views)
@@ -922,8 +974,11 @@ func (t *Tracker) finishScan() {
 	}
 	t.expire()
 	s.stats.Duration = t.now().Sub(s.began)
+	if !t.scanned {
+		close(t.ready)
+		t.dirty = true // snapshots say Scanned from now on
+	}
 	t.scanned = true
-	t.dirty = true
 	t.scan = nil
 	t.pendingStats = &s.stats
 	if j := t.reports.due(t.now(), t.cfg); j != nil {

@@ -241,6 +241,19 @@ func TestTornAndPermissionKeepThePublication(t *testing.T) {
 	}
 }
 
+// A mapping unmapped and its address reused reads as zeros: "being
+// updated" on every try. The maps say the context is gone.
+func TestTornWithoutMappingEndsThePublication(t *testing.T) {
+	host := trackertest.NewHost()
+	host.Add(33)
+	host.Publish(33, "gone")
+	h := newHarness(t, testConfig(), host)
+	host.Unpublish(33)
+	host.Set(33, func(p *trackertest.Proc) { p.Errs["read"] = fmt.Errorf("header: timestamp 0: %w", otep.ErrTorn) })
+	h.rescan()
+	assert.Equal(t, []string{"unpublished 33 gone"}, h.take())
+}
+
 func TestRescanSchedule(t *testing.T) {
 	cfg := testConfig()
 	cfg.RescanInterval = 30 * time.Second

@@ -1,0 +1,363 @@
+package tracker_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/processctx/otelcol-processctx/internal/otep"
+	"github.com/processctx/otelcol-processctx/internal/procfs"
+	"github.com/processctx/otelcol-processctx/internal/reader"
+	"github.com/processctx/otelcol-processctx/internal/tracker"
+	"github.com/processctx/otelcol-processctx/internal/tracker/trackertest"
+)
+
+// naiveScanner is the baseline: what a reader without caching does. Every
+// scan lists the procfs and, for every process, reads its maps file and,
+// when it publishes, its whole context (header, payload, decode). It is
+// given the fleet's pids for free (no cost for the rest of the host): the
+// comparison favours the baseline.
+type naiveScanner struct {
+	reader   *reader.Reader
+	fleet    map[int]bool
+	contexts map[int]otep.Context // what it would report
+}
+
+func newNaiveScanner(b *testing.B, f *fleet) *naiveScanner {
+	b.Helper()
+	fs, err := procfs.NewFS("/")
+	if err != nil {
+		b.Fatal(err)
+	}
+	r, err := reader.New(fs, otep.DefaultLimits())
+	if err != nil {
+		b.Fatal(err)
+	}
+	return &naiveScanner{reader: r, fleet: f.pids, contexts: map[int]otep.Context{}}
+}
+
+func (n *naiveScanner) scan() (publishers int, err error) {
+	dir, err := os.Open(n.reader.FS().ProcDir())
+	if err != nil {
+		return 0, err
+	}
+	names, err := dir.Readdirnames(-1)
+	_ = dir.Close()
+	if err != nil {
+		return 0, err
+	}
+	clear(n.contexts)
+	for _, name := range names {
+		pid, err := strconv.Atoi(name)
+		if err != nil || !n.fleet[pid] {
+			continue
+		}
+		ctx, _, err := n.reader.Read(pid)
+		switch {
+		case err == nil:
+			n.contexts[pid] = ctx
+			publishers++
+		case errors.Is(err, otep.ErrNoContext):
+		default:
+			return publishers, err
+		}
+	}
+	return publishers, nil
+}
+
+func naiveScan(b *testing.B, n *naiveScanner, publishers int) {
+	b.Helper()
+	got, err := n.scan()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if got != publishers {
+		b.Fatalf("naive scan read %d contexts, want %d", got, publishers)
+	}
+}
+
+// benchTracker is a tracker of this host on a clock the benchmark moves.
+type benchTracker struct {
+	tr     *tracker.Tracker
+	reader *reader.Reader
+	clock  *trackertest.Clock
+	cfg    tracker.Config
+	sub    *tracker.Subscription
+}
+
+// newBenchTracker starts a tracker of this host and waits for its first
+// scan. tune changes the defaults.
+func newBenchTracker(b *testing.B, tune func(*tracker.Config)) *benchTracker {
+	b.Helper()
+	bt := startBenchTracker(b, tune)
+	<-bt.tr.Ready()
+	bt.sub.Take()
+	return bt
+}
+
+func startBenchTracker(b *testing.B, tune func(*tracker.Config)) *benchTracker {
+	b.Helper()
+	fs, err := procfs.NewFS("/")
+	if err != nil {
+		b.Fatal(err)
+	}
+	host, err := tracker.NewHost(fs, otep.DefaultLimits())
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg := tracker.DefaultConfig()
+	cfg.ScanInterval = 1000 * time.Hour // the benchmark drives the scans
+	if tune != nil {
+		tune(&cfg)
+	}
+	clock := trackertest.NewClock()
+	tr, err := tracker.New(host, cfg, zap.NewNop(), tracker.WithClock(clock.Now))
+	if err != nil {
+		b.Fatal(err)
+	}
+	tr.Start()
+	b.Cleanup(func() { _ = tr.Stop(context.Background()) })
+	sub, err := tr.Subscribe(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	return &benchTracker{tr: tr, reader: tracker.ReaderOf(host), clock: clock, cfg: cfg, sub: sub}
+}
+
+// scan moves the clock by a scan interval and waits for a scan.
+func (bt *benchTracker) scan(b *testing.B) {
+	bt.clock.Advance(10 * time.Second)
+	if err := bt.tr.Rescan(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// publishers counts the fleet's live publications.
+func (bt *benchTracker) publishers(f *fleet) int {
+	n := 0
+	for _, p := range f.publishers {
+		if got, _ := bt.tr.Snapshot().Lookup(p.Pid); got != nil && got.Live() {
+			n++
+		}
+	}
+	return n
+}
+
+// noRescan: no late-publisher rescan falls due during a benchmark, so that
+// a scan costs exactly what nothing changed costs.
+func noRescan(cfg *tracker.Config) {
+	cfg.RescanInterval = 1000 * time.Hour
+	cfg.RescanMaxInterval = 1000 * time.Hour
+}
+
+// scenario is one kind of scan: prepare (untimed) sets the host up and
+// returns the reader whose counters the scan moves, scan is what is
+// measured, finish (untimed) checks it.
+type scenario struct {
+	prepare func() *reader.Reader
+	scan    func()
+	finish  func()
+}
+
+// run measures sc with b.Loop. Unless it is the baseline itself, naive
+// scans are interleaved (untimed) whenever the baseline has had less CPU
+// time than the scenario, so that the ratio compares the two under the same
+// conditions on a shared machine; it is reported as baseline/scan (the
+// baseline's CPU time per scan over the scenario's: 20 means 20x cheaper).
+func (sc scenario) run(b *testing.B, f *fleet, baseline bool) *meter {
+	naive := newNaiveScanner(b, f)
+	naiveScan(b, naive, len(f.publishers)) // warm caches and buffers
+	m, bm := newMeter(b), newMeter(b)
+	for b.Loop() {
+		b.StopTimer()
+		r := sc.prepare()
+		b.StartTimer()
+		m.measure(r, sc.scan)
+		b.StopTimer()
+		sc.finish()
+		if !baseline && bm.cpu <= m.cpu {
+			bm.measure(naive.reader, func() { naiveScan(b, naive, len(f.publishers)) })
+		}
+		b.StartTimer()
+	}
+	b.StopTimer()
+	m.report(b)
+	if !baseline {
+		b.ReportMetric(bm.cpuPerScan()/m.cpuPerScan(), "baseline/scan")
+	}
+	return m
+}
+
+// BenchmarkScan measures the tracker's scan of this host with a fleet of
+// real processes on it (by default 1,000: 100 Go publishers, 5 idle
+// processes with 50,000 mappings, the rest idle C processes): per scan,
+// CPU time of the process (user+sys, every thread), bytes read from procfs
+// and maps files, reads of remote memory, against the naive baseline
+// measured in the same run; and, for "memory", the live heap per tracked
+// process. The tracker tracks every process of the host (the fleet and the
+// others); the baseline reads only the fleet.
+func BenchmarkScan(b *testing.B) {
+	f := startFleet(b)
+	pubs := len(f.publishers)
+
+	b.Run("baseline", func(b *testing.B) {
+		n := newNaiveScanner(b, f)
+		scenario{
+			prepare: func() *reader.Reader { return n.reader },
+			scan:    func() { naiveScan(b, n, pubs) },
+			finish:  func() {},
+		}.run(b, f, true)
+	})
+
+	// First scan of the host by a new tracker: the start time and maps of
+	// every process, the context and identity of every publisher.
+	b.Run("discovery", func(b *testing.B) {
+		var bt *benchTracker
+		scenario{
+			prepare: func() *reader.Reader {
+				bt = startBenchTracker(b, nil)
+				return bt.reader
+			},
+			scan: func() { <-bt.tr.Ready() },
+			finish: func() {
+				if got := bt.publishers(f); got != pubs {
+					b.Fatalf("%d publishers found, want %d", got, pubs)
+				}
+				_ = bt.tr.Stop(context.Background())
+			},
+		}.run(b, f, false)
+	})
+
+	// Nothing changed and no rescan is due: the listing and one 8-byte read
+	// per publisher; no stat, maps file or payload.
+	b.Run("steady", func(b *testing.B) {
+		bt := newBenchTracker(b, noRescan)
+		publications := bt.tr.Snapshot().Len()
+		m := scenario{
+			prepare: func() *reader.Reader { return bt.reader },
+			scan:    func() { bt.scan(b) },
+			finish: func() {
+				if changes, _ := bt.sub.Take(); len(changes) != 0 {
+					b.Fatalf("%d changes in steady state", len(changes))
+				}
+			},
+		}.run(b, f, false)
+		if m.reader.MapsFiles != 0 || m.reader.MemoryBytes != uint64(8*publications*m.scans) {
+			b.Fatalf("steady state read %d maps files and %d bytes of memory in %d scans of %d publications",
+				m.reader.MapsFiles, m.reader.MemoryBytes, m.scans, publications)
+		}
+	})
+
+	// Nothing changed, default settings and cadence (a scan every 10s,
+	// rescan 30s, budget 256): processes without a context are looked at
+	// again for late publishers. With 900 of them, more fall due per scan
+	// than the budget allows at first.
+	b.Run("steady-defaults", func(b *testing.B) {
+		bt := newBenchTracker(b, nil)
+		for range 4 { // past the first rescan interval
+			bt.scan(b)
+		}
+		bt.sub.Take()
+		scenario{
+			prepare: func() *reader.Reader { return bt.reader },
+			scan:    func() { bt.scan(b) },
+			finish:  func() { bt.sub.Take() },
+		}.run(b, f, false)
+	})
+
+	// 10% of the publishers updated their context since the last scan:
+	// each costs a header, payload and decode and an identity read; the
+	// others one 8-byte read.
+	b.Run("update-10pct", func(b *testing.B) {
+		if pubs == 0 {
+			b.Skip("no publishers in the fleet")
+		}
+		bt := newBenchTracker(b, noRescan)
+		updated := max(pubs/10, 1)
+		next := 0
+		m := scenario{
+			prepare: func() *reader.Reader {
+				for range updated {
+					f.update(next)
+					next = (next + 1) % pubs
+				}
+				return bt.reader
+			},
+			scan: func() { bt.scan(b) },
+			finish: func() {
+				if changes, _ := bt.sub.Take(); len(changes) != updated {
+					b.Fatalf("%d changes, want %d", len(changes), updated)
+				}
+			},
+		}.run(b, f, false)
+		if m.reader.MapsFiles != 0 {
+			b.Fatalf("updates read %d maps files", m.reader.MapsFiles)
+		}
+	})
+
+	// Live heap per tracked process after a discovery (runtime.GC, then
+	// HeapAlloc before the tracker is created and after its first scan):
+	// the host's processes without a context, and the publishers.
+	b.Run("memory", func(b *testing.B) {
+		var idleBytes, pubBytes float64
+		iterations := 0
+		for b.Loop() { // timed throughout: b.Loop sizes its runs by the timer
+			perIdle, perPub := measureMemory(b, f)
+			idleBytes += perIdle
+			pubBytes += perPub
+			iterations++
+		}
+		n := float64(iterations)
+		b.ReportMetric(idleBytes/n, "heap-B/idle")
+		b.ReportMetric(pubBytes/n, "heap-B/publisher")
+		b.ReportMetric(float64(f.payloadBytes), "payload-B")
+		b.ReportMetric(pubBytes/n-float64(f.payloadBytes), "heap-B/publisher-payload")
+	})
+}
+
+// measureMemory returns the live heap per process without a context and
+// per publisher: the heap a tracker of this host holds after its discovery
+// (its changes handed off, as a receiver does), then again once the
+// fleet's publishers have unpublished (and their retention, 0 here, has
+// passed). The difference is the publishers'; the rest, over the host's
+// processes, the cost of one without a context.
+func measureMemory(b *testing.B, f *fleet) (perIdle, perPub float64) {
+	b.Helper()
+	before := heapInUse()
+	bt := startBenchTracker(b, func(cfg *tracker.Config) { noRescan(cfg); cfg.Retention = 0 })
+	<-bt.tr.Ready()
+	_, stats := bt.sub.Take()
+	if len(stats) == 0 {
+		b.Fatal("no scan summary")
+	}
+	processes := stats[len(stats)-1].Processes
+	withPublishers := heapInUse()
+	for _, p := range f.publishers {
+		p.Unpublish()
+	}
+	for range 3 {
+		bt.scan(b)
+	}
+	bt.sub.Take()
+	if got := bt.publishers(f); got != 0 {
+		for _, p := range f.publishers {
+			if got, o := bt.tr.Snapshot().Lookup(p.Pid); got != nil {
+				b.Logf("pid %d: %s live=%v", p.Pid, o, got.Live())
+			}
+		}
+		b.Fatalf("%d publishers left after unpublishing", got)
+	}
+	without := heapInUse()
+	_ = bt.tr.Stop(context.Background())
+	for i := range f.publishers {
+		f.republish(i)
+	}
+	perPub = (float64(withPublishers) - float64(without)) / float64(len(f.publishers))
+	perIdle = (float64(without) - float64(before)) / float64(processes)
+	return perIdle, perPub
+}
