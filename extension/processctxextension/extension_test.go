@@ -68,6 +68,7 @@ func TestStartFailsWithoutProcfs(t *testing.T) {
 func TestReceiverAndProcessorShareTheTracker(t *testing.T) {
 	cfg := createDefaultConfig()
 	cfg.CollectionInterval = 100 * time.Millisecond
+	cfg.RescanInterval = 100 * time.Millisecond // the publisher publishes after it started
 	extID := component.NewID(metadata.Type)
 	ext, err := NewFactory().Create(context.Background(), extensiontest.NewNopSettings(metadata.Type), cfg)
 	require.NoError(t, err)
