@@ -29,6 +29,7 @@ type Reader struct {
 	fs    *procfs.FS
 	otep  *otep.Reader
 	maps  sync.Pool // *[]byte scratch for maps files
+	mems  sync.Pool // *memory: a read costs no allocation
 	stats readStats
 	// vmReadvUnavailable: process_vm_readv returned ENOSYS once; use the
 	// mem file from then on.
@@ -109,9 +110,16 @@ func (r *Reader) FindMapping(pid int) (otep.Mapping, error) {
 // the context published at lastPublishedAt gets changed == false after one
 // 8-byte read while it is unchanged; 0 always reads.
 func (r *Reader) ReadContext(pid int, addr, lastPublishedAt uint64, via Via) (ctx otep.Context, changed bool, err error) {
-	mem := memory{r: r, pid: pid, via: via, fd: -1}
-	defer mem.close()
-	ctx, changed, err = r.otep.Read(&mem, addr, lastPublishedAt)
+	mem, _ := r.mems.Get().(*memory)
+	if mem == nil {
+		mem = &memory{r: r}
+	}
+	mem.pid, mem.via, mem.fd = pid, via, -1
+	defer func() {
+		mem.close()
+		r.mems.Put(mem)
+	}()
+	ctx, changed, err = r.otep.Read(mem, addr, lastPublishedAt)
 	if err != nil {
 		return otep.Context{}, false, fmt.Errorf("context of pid %d: %w", pid, err)
 	}

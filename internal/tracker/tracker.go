@@ -292,8 +292,11 @@ func (t *Tracker) scanSoon(done chan struct{}) {
 // Rescan starts a scan now (or after the one in progress) and waits until
 // it has finished.
 func (t *Tracker) Rescan(ctx context.Context) error {
+	if !t.started.Load() {
+		return errors.New("tracker not started")
+	}
 	done := make(chan struct{})
-	if err := t.onLoop(ctx, func() {
+	start := func() {
 		if t.scan != nil {
 			t.rescanNext = append(t.rescanNext, done)
 			return
@@ -304,8 +307,13 @@ func (t *Tracker) Rescan(ctx context.Context) error {
 			return
 		}
 		t.scan.waiters = append(t.scan.waiters, done)
-	}); err != nil {
-		return err
+	}
+	select {
+	case t.control <- start:
+	case <-t.done:
+		return errors.New("tracker stopped")
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 	select {
 	case <-done:

@@ -135,6 +135,8 @@ type enrichment struct {
 	hidden []identityKey
 	// vpid is the process's pid in its innermost pid namespace.
 	vpid int
+	// firstKey is the first key of attrs ("" when none).
+	firstKey string
 }
 
 // identityKey is one key of a service identity and its published value.
@@ -166,6 +168,10 @@ func (c *core) enrichmentOf(p *tracker.Process) any {
 			v.CopyTo(e.attrs.PutEmpty(k))
 		}
 	}
+	for k := range e.attrs.All() {
+		e.firstKey = k
+		break
+	}
 	return e
 }
 
@@ -186,13 +192,13 @@ func (c *core) enrich(dst pcommon.Map, e *enrichment, verify bool) bool {
 		}
 	}
 	var added [len(identityKeys)]string
+	// Grown once for every key; a resource enriched before (a retried
+	// batch) has them already and is not grown.
+	if _, enriched := dst.Get(e.firstKey); !enriched {
+		dst.EnsureCapacity(dst.Len() + e.attrs.Len())
+	}
 	i := 0
 	for k, v := range e.attrs.All() {
-		if i == 0 {
-			if _, exists := dst.Get(k); !exists {
-				dst.EnsureCapacity(dst.Len() + e.attrs.Len())
-			}
-		}
 		cur, exists := dst.GetOrPutEmpty(k)
 		if i < e.nIdentity {
 			if exists && verify && cur.Type() == pcommon.ValueTypeStr && cur.Str() != "" && cur.Str() != v.Str() {

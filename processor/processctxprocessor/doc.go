@@ -5,11 +5,13 @@
 // Tools outside a process (the eBPF profiler, journald log shippers, the
 // hostmetrics process scraper) only know its pid. The processor finds that
 // pid in the telemetry (a resource attribute, or a log record or profile
-// sample attribute), reads the process's context through internal/procmem, or
-// takes it from the registry the process_context receiver of the same
-// collector fills, caches it per (pid, start time), and adds the published
-// resource attributes (service.name, service.instance.id, ...) to the
-// resource. Records or samples of different processes under one resource are
-// regrouped into one resource per process. Telemetry whose process publishes
-// nothing, or cannot be read, passes through unchanged.
+// sample attribute), looks it up in the snapshot of a process tracker
+// (internal/tracker: the process_context extension's, shared with the
+// receiver, or its own), and adds the published resource attributes
+// (service.name, service.instance.id, ...) to the resource. Records or
+// samples of different processes under one resource are regrouped into one
+// resource per process. It does no /proc I/O itself: pids the tracker does
+// not know are read by the tracker, and a batch waits for them at most
+// lookup_timeout. Telemetry whose process publishes nothing, cannot be read,
+// or is not read in time passes through unchanged.
 package processctxprocessor
