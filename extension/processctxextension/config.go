@@ -63,9 +63,7 @@ func (c *Config) Validate() error {
 }
 
 func (c *Config) limits() otep.Limits {
-	l := otep.DefaultLimits()
-	l.MaxPayloadSize = c.MaxPayloadSize
-	return l
+	return otep.DefaultLimits().WithMaxPayloadSize(c.MaxPayloadSize)
 }
 
 func (c *Config) trackerConfig() tracker.Config {

@@ -31,6 +31,13 @@ func DefaultLimits() Limits {
 	}
 }
 
+// WithMaxPayloadSize returns the limits with another payload size cap, the
+// one limit the components' configurations set.
+func (l Limits) WithMaxPayloadSize(n uint32) Limits {
+	l.MaxPayloadSize = n
+	return l
+}
+
 // Validate reports the first limit that is not usable.
 func (l Limits) Validate() error {
 	switch {

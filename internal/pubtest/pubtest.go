@@ -312,6 +312,32 @@ func (p *Proc) Stall(what string) uint64 {
 	return parseAddr(p.t, reply)
 }
 
+// Stalls are processes of every stall class this machine can produce:
+// context memory that never answers (userfaultfd on the header page, on
+// the payload) and a stopped publisher.
+type Stalls struct {
+	Header, Payload, Stopped *Proc
+}
+
+// StartStalls starts the processes of Stalls; payload is what the payload
+// and the stopped publishers publish. Needs root (userfaultfd) and skips
+// the test without it.
+func StartStalls(t testing.TB, payload []byte) Stalls {
+	t.Helper()
+	RequireRoot(t)
+	s := Stalls{
+		Header:  Start(t, C, Options{}),
+		Payload: Start(t, C, Options{Separate: true}),
+		Stopped: Start(t, Go, Options{}),
+	}
+	s.Header.Stall("header")
+	s.Payload.Publish(payload)
+	s.Payload.Stall("payload")
+	s.Stopped.Publish(payload)
+	s.Stopped.Stop()
+	return s
+}
+
 // Unstall unmaps the stalled memory: reads waiting on it return.
 func (p *Proc) Unstall() { p.t.Helper(); p.Do("unstall") }
 

@@ -70,16 +70,9 @@ func waitOutcome(t *testing.T, tr *tracker.Tracker, pid int, want tracker.Outcom
 // counted and reported, and retried through /proc/<pid>/mem, which fails
 // at once where process_vm_readv waits.
 func TestHostileProcessesDoNotStallTheTracker(t *testing.T) {
-	pubtest.RequireRoot(t)
 	good := otep.EncodeStrings(map[string]string{"service.name": "good"})
-	header := pubtest.Start(t, pubtest.C, pubtest.Options{})
-	header.Stall("header")
-	payload := pubtest.Start(t, pubtest.C, pubtest.Options{Separate: true})
-	payload.Publish(good)
-	payload.Stall("payload")
-	stopped := pubtest.Start(t, pubtest.Go, pubtest.Options{})
-	stopped.Publish(otep.EncodeStrings(map[string]string{"service.name": "stopped"}))
-	stopped.Stop()
+	stalls := pubtest.StartStalls(t, good)
+	header, payload, stopped := stalls.Header, stalls.Payload, stalls.Stopped
 
 	cfg := tracker.DefaultConfig()
 	cfg.ScanInterval = 100 * time.Millisecond
@@ -92,7 +85,7 @@ func TestHostileProcessesDoNotStallTheTracker(t *testing.T) {
 	require.NoError(t, err)
 	defer sub.Close()
 
-	waitPublished(t, tr, stopped.Pid, "stopped", 30*time.Second)
+	waitPublished(t, tr, stopped.Pid, "good", 30*time.Second)
 	waitOutcome(t, tr, header.Pid, tracker.OutcomeStalled)
 	_, o := tr.Snapshot().Lookup(payload.Pid)
 	assert.Contains(t, []tracker.Outcome{tracker.OutcomeStalled, tracker.OutcomeInvalid}, o)

@@ -179,6 +179,27 @@ func (b *batch) enrichResource(attrs pcommon.Map, facts *resourceFacts, items in
 	return true
 }
 
+// enrichResources enriches each of n resources that names its pid, as
+// metrics and traces have them; resource returns the attributes and item
+// count of resource i.
+func (b *batch) enrichResources(ctx context.Context, n int, resource func(i int) (pcommon.Map, int)) {
+	enrich := func(i int) bool {
+		attrs, items := resource(i)
+		facts := b.c.factsOf(attrs)
+		return facts.pid == 0 || b.enrichResource(attrs, &facts, items)
+	}
+	for i := range n {
+		if !enrich(i) {
+			b.deferred = append(b.deferred, i)
+		}
+	}
+	if b.wait(ctx) {
+		for _, i := range b.deferred {
+			enrich(i)
+		}
+	}
+}
+
 // wait waits, within lookup_timeout of the batch's start, for the tracker
 // to read the pids the batch did not know, then takes its new snapshot and
 // makes the batch final. It reports whether there are resources to look

@@ -170,9 +170,7 @@ func checkKeys(name string, keys []string) []error {
 }
 
 func (c *Config) limits() otep.Limits {
-	l := otep.DefaultLimits()
-	l.MaxPayloadSize = c.MaxPayloadSize
-	return l
+	return otep.DefaultLimits().WithMaxPayloadSize(c.MaxPayloadSize)
 }
 
 // trackerConfig is the schedule of the processor's own tracker.

@@ -3,6 +3,7 @@ package processctxprocessor
 import (
 	"context"
 
+	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 )
 
@@ -15,22 +16,10 @@ func (p *instance) processMetrics(ctx context.Context, md pmetric.Metrics) (pmet
 	}
 	defer b.finish(p.tel, &p.batches)
 	rms := md.ResourceMetrics()
-	resource := func(i int) bool {
+	b.enrichResources(ctx, rms.Len(), func(i int) (pcommon.Map, int) {
 		rm := rms.At(i)
-		attrs := rm.Resource().Attributes()
-		facts := p.core.factsOf(attrs)
-		return facts.pid == 0 || b.enrichResource(attrs, &facts, dataPointCount(rm))
-	}
-	for i := range rms.Len() {
-		if !resource(i) {
-			b.deferred = append(b.deferred, i)
-		}
-	}
-	if b.wait(ctx) {
-		for _, i := range b.deferred {
-			resource(i)
-		}
-	}
+		return rm.Resource().Attributes(), dataPointCount(rm)
+	})
 	return md, nil
 }
 

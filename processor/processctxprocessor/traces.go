@@ -3,6 +3,7 @@ package processctxprocessor
 import (
 	"context"
 
+	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 )
 
@@ -14,22 +15,10 @@ func (p *instance) processTraces(ctx context.Context, td ptrace.Traces) (ptrace.
 	}
 	defer b.finish(p.tel, &p.batches)
 	rss := td.ResourceSpans()
-	resource := func(i int) bool {
+	b.enrichResources(ctx, rss.Len(), func(i int) (pcommon.Map, int) {
 		rs := rss.At(i)
-		attrs := rs.Resource().Attributes()
-		facts := p.core.factsOf(attrs)
-		return facts.pid == 0 || b.enrichResource(attrs, &facts, spanCount(rs))
-	}
-	for i := range rss.Len() {
-		if !resource(i) {
-			b.deferred = append(b.deferred, i)
-		}
-	}
-	if b.wait(ctx) {
-		for _, i := range b.deferred {
-			resource(i)
-		}
-	}
+		return rs.Resource().Attributes(), spanCount(rs)
+	})
 	return td, nil
 }
 

@@ -92,9 +92,7 @@ func (c *Config) Validate() error {
 }
 
 func (c *Config) limits() otep.Limits {
-	l := otep.DefaultLimits()
-	l.MaxPayloadSize = c.MaxPayloadSize
-	return l
+	return otep.DefaultLimits().WithMaxPayloadSize(c.MaxPayloadSize)
 }
 
 // trackerConfig is the schedule of the receiver's tracker.

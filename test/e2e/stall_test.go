@@ -79,16 +79,9 @@ func enrichedService(s *otlpServer, body string) (string, bool) {
 // passes the hostile ones' telemetry through, and stops at SIGTERM within
 // 5 s while reads are stuck.
 func TestStuckProcessesThroughTheCollector(t *testing.T) {
-	pubtest.RequireRoot(t)
+	stalls := pubtest.StartStalls(t, otep.EncodeStrings(map[string]string{"service.name": "stopped"}))
+	header, payload, stopped := stalls.Header, stalls.Payload, stalls.Stopped
 	good := otep.EncodeStrings(map[string]string{"service.name": "on-time"})
-	header := pubtest.Start(t, pubtest.C, pubtest.Options{})
-	header.Stall("header")
-	payload := pubtest.Start(t, pubtest.C, pubtest.Options{Separate: true})
-	payload.Publish(good)
-	payload.Stall("payload")
-	stopped := pubtest.Start(t, pubtest.Go, pubtest.Options{})
-	stopped.Publish(otep.EncodeStrings(map[string]string{"service.name": "stopped"}))
-	stopped.Stop()
 
 	server := startOTLPServer(t)
 	port := freePort(t)
