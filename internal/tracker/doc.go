@@ -12,12 +12,15 @@
 // interface (NewHost reads the real procfs), so its logic is tested on
 // fakes.
 //
-// Nothing a process does can stall it: every read runs on a reader
-// goroutine under a deadline (Config.ReadTimeout). A read that does not
+// Nothing a process does can stall it: every read of a process (its stat,
+// maps, memory and identity files) runs on a reader goroutine under a
+// deadline (Config.ReadTimeout); only the listing of <root>/proc, which no
+// process can make wait, runs on the tracker's loop. A read that does not
 // return in time is abandoned, its process quarantined (retried with
 // backoff, from then on through /proc/<pid>/mem), counted and reported, and
 // the abandoned reader replaced, up to Config.MaxStalled readers stuck at
-// once.
+// once; beyond that, reads that no reader can run are handed back and tried
+// at the next scan.
 //
 // Readers of its state take no lock: Snapshot returns an immutable view,
 // published atomically after every change, and Lookup answers from it.

@@ -471,6 +471,42 @@ func TestStalledReadIsQuarantined(t *testing.T) {
 	assert.Equal(t, 1, logs.FilterMessageSnippet("quarantined").Len(), "one warning per report interval")
 }
 
+// With every reader stuck and none left to replace them, scans still end
+// (their reads are handed back, not run) and every memory read goes
+// through the mem file; once a stuck read returns, its reader reads again.
+func TestNoReaderLeft(t *testing.T) {
+	host := trackertest.NewHost()
+	host.Add(97).Block = "maps"
+	host.Add(98)
+	host.Publish(98, "waits")
+	cfg := testConfig()
+	cfg.Readers = 1
+	cfg.MaxStalled = 1
+	clock := trackertest.NewClock()
+	tr, err := tracker.New(host, cfg, zap.NewNop(), tracker.WithClock(clock.Now))
+	require.NoError(t, err)
+	tr.Start()
+	t.Cleanup(func() {
+		host.Unblock()
+		require.NoError(t, tr.Stop(context.Background()))
+	})
+	scanned := make(chan error, 1)
+	go func() { scanned <- tr.Rescan(context.Background()) }()
+	require.Eventually(t, func() bool { return host.Count("maps") >= 1 }, 10*time.Second, time.Millisecond)
+	clock.Advance(cfg.ReadTimeout + time.Millisecond)
+	require.NoError(t, <-scanned, "the scan ends without a reader")
+	assert.Equal(t, 1, tr.StuckReads())
+
+	// The stuck read returns: its reader resumes, and reads 98 (through
+	// the mem file while no reader could be replaced).
+	host.Set(97, func(p *trackertest.Proc) { p.Block = "" })
+	host.Unblock()
+	require.Eventually(t, func() bool { return tr.StuckReads() == 0 }, 10*time.Second, time.Millisecond)
+	require.NoError(t, tr.Rescan(context.Background()))
+	p, _ := tr.Snapshot().Lookup(98)
+	require.NotNil(t, p)
+}
+
 func TestStopWithAStuckRead(t *testing.T) {
 	host := trackertest.NewHost()
 	host.Add(95).Block = "start"

@@ -3,7 +3,6 @@ package processctxprocessor
 import (
 	"crypto/rand"
 	"encoding/hex"
-	"os"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -18,9 +17,7 @@ import (
 // the container id.
 func startContainedPublisher(t *testing.T, service string) (*publishing, string) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root (pid namespaces, cgroups)")
-	}
+	pubtest.RequireRoot(t) // pid namespaces, cgroups
 	raw := make([]byte, 32)
 	_, err := rand.Read(raw)
 	require.NoError(t, err)
