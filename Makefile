@@ -18,7 +18,11 @@ FUZZ_TARGETS := \
 	./internal/otep:FuzzParseHeader \
 	./internal/otep:FuzzDecodePayload
 
-.PHONY: all build tools run test unit fuzz-smoke fuzz bench lint clean
+MDATAGEN  := $(BIN)/mdatagen
+# Every component and package with a metadata.yaml (mdatagen's own are not).
+METADATA  := $(shell find . -name metadata.yaml -not -path './tools/*' -not -path './_build/*' | sort)
+
+.PHONY: all build tools run test unit fuzz-smoke fuzz bench lint clean generate check-generated
 
 all: build
 
@@ -72,6 +76,23 @@ bench:
 	@# compete for the cores. BENCHTIME (default 1s) is per benchmark.
 	@# Figures and how to read them: BENCHMARKS.md.
 	$(GO) test -p 1 -count=1 -run='^$$' -bench=. -benchmem -benchtime=$${BENCHTIME:-1s} -timeout=10m ./...
+
+# Generated metadata, telemetry, component and package tests, documentation
+# (mdatagen, built from tools/mdatagen-src when missing or changed).
+$(MDATAGEN): tools/build-mdatagen.sh $(shell find tools/mdatagen-src -type f)
+	tools/build-mdatagen.sh $(MDATAGEN)
+
+generate: $(MDATAGEN)
+	@for f in $(METADATA); do \
+		echo "mdatagen $$f"; \
+		(cd $$(dirname $$f) && $(CURDIR)/$(MDATAGEN) metadata.yaml) || exit 1; \
+	done
+
+# Fails when the committed generated files are not what make generate writes.
+check-generated: generate
+	@git diff --exit-code || { echo "generated files are out of date: run make generate and commit"; exit 1; }
+	@untracked=$$(git status --porcelain --untracked-files=all | grep '^??' || true); \
+	if [ -n "$$untracked" ]; then echo "make generate wrote files git does not track:"; echo "$$untracked"; exit 1; fi
 
 lint:
 	@test -x $(GOBIN)/golangci-lint || $(GO) install $(GOLANGCI)

@@ -20,8 +20,6 @@ import (
 	"github.com/processctx/otelcol-processctx/internal/pubtest"
 )
 
-func TestMain(m *testing.M) { os.Exit(pubtest.Main(m)) }
-
 func decode(t *testing.T, out []byte) map[int]entry {
 	t.Helper()
 	found := map[int]entry{}

@@ -2,8 +2,6 @@ package processctxextension
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"testing"
 	"time"
 
@@ -15,7 +13,6 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/processor/processortest"
 	"go.opentelemetry.io/collector/receiver/receivertest"
-	"go.uber.org/goleak"
 
 	"github.com/processctx/otelcol-processctx/extension/processctxextension/internal/metadata"
 	"github.com/processctx/otelcol-processctx/internal/otep"
@@ -24,17 +21,6 @@ import (
 	"github.com/processctx/otelcol-processctx/processor/processctxprocessor"
 	"github.com/processctx/otelcol-processctx/receiver/processctxreceiver"
 )
-
-func TestMain(m *testing.M) {
-	code := pubtest.Main(m)
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
 
 // host is a collector host with the extension.
 type host map[component.ID]component.Component

@@ -2,13 +2,17 @@
 // reference publisher (cmd/ctxpublisher) and the independent C publisher
 // (testdata/cpublisher), both driven over the same line protocol on stdin.
 //
-// The binaries are built once per test binary into a temporary directory;
-// call Main from TestMain so that it is removed afterwards. A missing gcc
-// fails the test: the C publisher is part of what the tests check.
+// The binaries are built once per test binary into a cache directory named
+// by a hash of their sources (under os.UserCacheDir, or the temporary
+// directory), shared by the test binaries of every package and reused
+// while the sources do not change: no TestMain is needed, nothing is left
+// behind but one copy per version of the sources. A missing gcc fails the
+// test: the C publisher is part of what the tests check.
 package pubtest
 
 import (
 	"bufio"
+	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"io"
@@ -41,48 +45,88 @@ var build struct {
 	err  error
 }
 
-// Main runs the tests and removes the built binaries.
-func Main(m *testing.M) int {
-	code := m.Run()
-	if build.dir != "" {
-		_ = os.RemoveAll(build.dir)
-	}
-	return code
-}
-
 // RepoRoot returns the repository's root directory.
 func RepoRoot() string {
 	_, file, _, _ := runtime.Caller(0)
 	return filepath.Join(filepath.Dir(file), "..", "..")
 }
 
+// publisherSources are what the publishers are built from (relative to the
+// repository's root); their hash names the cache directory.
+var publisherSources = []string{"cmd/ctxpublisher", "internal/publisher", "internal/otep", "testdata/cpublisher", "go.mod", "go.sum"}
+
 // Binary returns the path of kind's publisher executable, building both on
 // first use.
 func Binary(t testing.TB, kind Kind) string {
 	t.Helper()
-	build.once.Do(func() {
-		build.dir, build.err = os.MkdirTemp("", "pubtest-")
-		if build.err != nil {
-			return
-		}
-		root := RepoRoot()
-		goCmd := exec.Command("go", "build", "-o", filepath.Join(build.dir, "go-publisher"), "./cmd/ctxpublisher")
-		goCmd.Dir = root
-		if out, err := goCmd.CombinedOutput(); err != nil {
-			build.err = fmt.Errorf("build Go publisher: %w\n%s", err, out)
-			return
-		}
-		cCmd := exec.Command("gcc", "-O2", "-Wall", "-Wextra", "-Werror", "-std=gnu11", "-pthread",
-			"-o", filepath.Join(build.dir, "c-publisher"), "testdata/cpublisher/publisher.c")
-		cCmd.Dir = root
-		if out, err := cCmd.CombinedOutput(); err != nil {
-			build.err = fmt.Errorf("build C publisher (gcc is required): %w\n%s", err, out)
-		}
-	})
+	build.once.Do(func() { build.dir, build.err = buildPublishers() })
 	if build.err != nil {
 		t.Fatal(build.err)
 	}
 	return filepath.Join(build.dir, string(kind)+"-publisher")
+}
+
+func buildPublishers() (string, error) {
+	root := RepoRoot()
+	h := sha256.New()
+	for _, src := range publisherSources {
+		err := filepath.WalkDir(filepath.Join(root, src), func(path string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() || strings.HasSuffix(path, "_test.go") {
+				return err
+			}
+			data, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(h, "%s %d\n", path[len(root):], len(data))
+			h.Write(data)
+			return nil
+		})
+		if err != nil {
+			return "", fmt.Errorf("hash publisher sources: %w", err)
+		}
+	}
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		cache = os.TempDir()
+	}
+	dir := filepath.Join(cache, "otelcol-processctx-pubtest", hex.EncodeToString(h.Sum(nil))[:16])
+	goBin, cBin := filepath.Join(dir, "go-publisher"), filepath.Join(dir, "c-publisher")
+	if fileExists(goBin) && fileExists(cBin) {
+		return dir, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	// Built under temporary names and renamed into place: test binaries of
+	// other packages may build at the same time.
+	tmp, err := os.MkdirTemp(dir, "build-")
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = os.RemoveAll(tmp) }()
+	goCmd := exec.Command("go", "build", "-o", filepath.Join(tmp, "go-publisher"), "./cmd/ctxpublisher")
+	goCmd.Dir = root
+	if out, err := goCmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build Go publisher: %w\n%s", err, out)
+	}
+	cCmd := exec.Command("gcc", "-O2", "-Wall", "-Wextra", "-Werror", "-std=gnu11", "-pthread",
+		"-o", filepath.Join(tmp, "c-publisher"), "testdata/cpublisher/publisher.c")
+	cCmd.Dir = root
+	if out, err := cCmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build C publisher (gcc is required): %w\n%s", err, out)
+	}
+	for _, name := range []string{"go-publisher", "c-publisher"} {
+		if err := os.Rename(filepath.Join(tmp, name), filepath.Join(dir, name)); err != nil {
+			return "", err
+		}
+	}
+	return dir, nil
+}
+
+func fileExists(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && st.Mode().IsRegular()
 }
 
 // Options select how the child publishes.

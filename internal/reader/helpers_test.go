@@ -2,7 +2,6 @@ package reader
 
 import (
 	"errors"
-	"os"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -10,10 +9,7 @@ import (
 
 	"github.com/processctx/otelcol-processctx/internal/otep"
 	"github.com/processctx/otelcol-processctx/internal/procfs"
-	"github.com/processctx/otelcol-processctx/internal/pubtest"
 )
-
-func TestMain(m *testing.M) { os.Exit(pubtest.Main(m)) }
 
 // testReader reads through one memory access method.
 type testReader struct {

@@ -4,34 +4,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/processctx/otelcol-processctx/internal/otep"
 	"github.com/processctx/otelcol-processctx/internal/procfs"
-	"github.com/processctx/otelcol-processctx/internal/pubtest"
 	"github.com/processctx/otelcol-processctx/internal/reader"
 	"github.com/processctx/otelcol-processctx/internal/tracker"
 	"github.com/processctx/otelcol-processctx/internal/tracker/trackertest"
 )
-
-func TestMain(m *testing.M) {
-	code := pubtest.Main(m)
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
 
 // harness runs a tracker on a fake host with a fake clock; scans happen
 // only when the test asks (Rescan).

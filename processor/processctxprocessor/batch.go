@@ -237,14 +237,8 @@ func (b *batch) wait(ctx context.Context) bool {
 
 // finish records the batch's telemetry and returns the batch to the
 // instance's pool.
-func (b *batch) finish(tel telemetry, pool *sync.Pool) {
-	tel.RecordEnriched(b.count[outcomeEnriched])
-	tel.RecordNoContext(b.count[outcomeNoContext])
-	for o := outcomePermissionDenied; o < numOutcomes; o++ {
-		if b.count[o] > 0 {
-			tel.RecordErrors(o.kind(), b.count[o])
-		}
-	}
+func (b *batch) finish(tel *telemetry, pool *sync.Pool) {
+	tel.add(&b.count)
 	b.st, b.snap, b.final, b.wantScan = nil, nil, false, false
 	b.count = [numOutcomes]int64{}
 	b.resetMemo()

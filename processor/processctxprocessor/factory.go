@@ -92,7 +92,7 @@ func (f *factory) newInstance(set processor.Settings, cfg component.Config, sign
 var mutatesData = consumer.Capabilities{MutatesData: true}
 
 func (f *factory) createLogs(ctx context.Context, set processor.Settings, cfg component.Config, next consumer.Logs) (processor.Logs, error) {
-	p, err := f.newInstance(set, cfg, metadata.SignalLogs)
+	p, err := f.newInstance(set, cfg, signalLogs)
 	if err != nil {
 		return nil, err
 	}
@@ -103,7 +103,7 @@ func (f *factory) createLogs(ctx context.Context, set processor.Settings, cfg co
 }
 
 func (f *factory) createMetrics(ctx context.Context, set processor.Settings, cfg component.Config, next consumer.Metrics) (processor.Metrics, error) {
-	p, err := f.newInstance(set, cfg, metadata.SignalMetrics)
+	p, err := f.newInstance(set, cfg, signalMetrics)
 	if err != nil {
 		return nil, err
 	}
@@ -114,7 +114,7 @@ func (f *factory) createMetrics(ctx context.Context, set processor.Settings, cfg
 }
 
 func (f *factory) createTraces(ctx context.Context, set processor.Settings, cfg component.Config, next consumer.Traces) (processor.Traces, error) {
-	p, err := f.newInstance(set, cfg, metadata.SignalTraces)
+	p, err := f.newInstance(set, cfg, signalTraces)
 	if err != nil {
 		return nil, err
 	}
@@ -125,7 +125,7 @@ func (f *factory) createTraces(ctx context.Context, set processor.Settings, cfg 
 }
 
 func (f *factory) createProfiles(ctx context.Context, set processor.Settings, cfg component.Config, next xconsumer.Profiles) (xprocessor.Profiles, error) {
-	p, err := f.newInstance(set, cfg, metadata.SignalProfiles)
+	p, err := f.newInstance(set, cfg, signalProfiles)
 	if err != nil {
 		return nil, err
 	}

@@ -30,8 +30,6 @@ import (
 	"github.com/processctx/otelcol-processctx/processor/processctxprocessor/internal/metadata"
 )
 
-func TestMain(m *testing.M) { os.Exit(pubtest.Main(m)) }
-
 // harness is the processor of every signal, created through the factory
 // (so that they share one core) with sinks behind them, over a tracker of
 // the real host or of a fake one.
@@ -145,7 +143,7 @@ func (h *harness) build(cfg *Config, open func(context.Context, *zap.Logger) (so
 	h.core = f.cores[set.ID].core
 	f.mu.Unlock()
 	h.core.open = open
-	h.direct, err = newInstance(h.core, set, metadata.SignalLogs, func(context.Context) error { return nil })
+	h.direct, err = newInstance(h.core, set, signalLogs, func(context.Context) error { return nil })
 	require.NoError(t, err)
 
 	host := componenttest.NewNopHost()

@@ -2,23 +2,18 @@ package processctxprocessor
 
 import (
 	"context"
-	"fmt"
 	"sync"
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/processor"
 	"go.uber.org/zap"
-
-	"github.com/processctx/otelcol-processctx/processor/processctxprocessor/internal/metadata"
 )
-
-type telemetry = *metadata.TelemetryBuilder
 
 // instance is the processor of one pipeline (one signal).
 type instance struct {
 	core   *core
 	logger *zap.Logger
-	tel    telemetry
+	tel    *telemetry
 	// regroup: records and samples with pids of their own are regrouped
 	// (see pointerSlicesOK).
 	regroup bool
@@ -28,9 +23,9 @@ type instance struct {
 }
 
 func newInstance(c *core, set processor.Settings, signal string, release func(context.Context) error) (*instance, error) {
-	tel, err := metadata.NewTelemetryBuilder(set.TelemetrySettings, signal)
+	tel, err := newTelemetry(set.TelemetrySettings, signal)
 	if err != nil {
-		return nil, fmt.Errorf("process_context processor telemetry: %w", err)
+		return nil, err
 	}
 	p := &instance{core: c, logger: set.Logger, tel: tel, regroup: pointerSlicesOK()}
 	if !p.regroup {
@@ -51,6 +46,6 @@ func (p *instance) start(ctx context.Context, host component.Host) error {
 }
 
 func (p *instance) shutdown(ctx context.Context) error {
-	p.tel.Shutdown()
+	p.tel.shutdown()
 	return p.release(ctx)
 }

@@ -2,7 +2,14 @@ package processctxprocessor
 
 import (
 	"github.com/processctx/otelcol-processctx/internal/tracker"
-	"github.com/processctx/otelcol-processctx/processor/processctxprocessor/internal/metadata"
+)
+
+// Values of the telemetry's signal attribute (metadata.yaml lists them).
+const (
+	signalLogs     = "logs"
+	signalMetrics  = "metrics"
+	signalTraces   = "traces"
+	signalProfiles = "profiles"
 )
 
 // outcome is the result of looking up one pid for telemetry.
@@ -55,23 +62,18 @@ func outcomeOfLookup(o tracker.Outcome) outcome {
 	return outcomeOther
 }
 
-// kind is the value of the errors metric's kind attribute.
-func (o outcome) kind() string {
-	switch o {
-	case outcomePermissionDenied:
-		return metadata.KindPermissionDenied
-	case outcomeInvalid:
-		return metadata.KindInvalid
-	case outcomeTooLarge:
-		return metadata.KindTooLarge
-	case outcomeTorn:
-		return metadata.KindTorn
-	case outcomeMismatch:
-		return metadata.KindMismatch
-	case outcomeStalled:
-		return metadata.KindStalled
-	case outcomeTimeout:
-		return metadata.KindTimeout
-	}
-	return metadata.KindOther
+// kinds are the values of the errors metric's kind attribute, by outcome
+// (metadata.yaml lists them).
+var kinds = [numOutcomes]string{
+	outcomePermissionDenied: "permission_denied",
+	outcomeInvalid:          "invalid",
+	outcomeTooLarge:         "too_large",
+	outcomeTorn:             "torn",
+	outcomeMismatch:         "identity_mismatch",
+	outcomeStalled:          "stalled",
+	outcomeTimeout:          "timeout",
+	outcomeOther:            "other",
 }
+
+// kind is the value of the errors metric's kind attribute.
+func (o outcome) kind() string { return kinds[o] }

@@ -1,12 +1,14 @@
 package processctxprocessor
 
 import (
+	"os"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/processctx/otelcol-processctx/internal/otep"
 	"github.com/processctx/otelcol-processctx/internal/pubtest"
@@ -62,6 +64,18 @@ func TestTelemetry(t *testing.T) {
 	assert.Equal(t, map[string]int64{"logs": 1}, counter(t, h, "otelcol_processor_process_context_no_context"))
 	assert.Equal(t, map[string]int64{"logs/invalid": 1, "profiles/invalid": 1},
 		counter(t, h, "otelcol_processor_process_context_errors"))
+}
+
+// The kind and signal attributes' values in metadata.yaml are the code's.
+func TestAttributeEnums(t *testing.T) {
+	data, err := os.ReadFile("metadata.yaml")
+	require.NoError(t, err)
+	var md struct {
+		Attributes map[string]struct{ Enum []string } `yaml:"attributes"`
+	}
+	require.NoError(t, yaml.Unmarshal(data, &md))
+	assert.Equal(t, kinds[outcomePermissionDenied:], md.Attributes["kind"].Enum)
+	assert.Equal(t, []string{signalLogs, signalMetrics, signalTraces, signalProfiles}, md.Attributes["signal"].Enum)
 }
 
 func TestOutcomeOfLookup(t *testing.T) {

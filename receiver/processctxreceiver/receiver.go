@@ -10,6 +10,8 @@ import (
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/receiver"
 	"go.opentelemetry.io/collector/receiver/receiverhelper"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
 
 	"github.com/processctx/otelcol-processctx/internal/sharedtracker"
@@ -30,8 +32,11 @@ type processContextReceiver struct {
 	settings  receiver.Settings
 	next      consumer.Logs
 	telemetry *metadata.TelemetryBuilder
-	obsrecv   *receiverhelper.ObsReport
-	now       func() time.Time
+	// outcomes are the attribute sets of the reads metric, parallel to
+	// tracker.Outcomes.
+	outcomes []metric.AddOption
+	obsrecv  *receiverhelper.ObsReport
+	now      func() time.Time
 
 	tracker *tracker.Tracker
 	release func(context.Context) error
@@ -62,11 +67,15 @@ func newReceiver(set receiver.Settings, cfg *Config, next consumer.Logs) (*proce
 	if err != nil {
 		return nil, fmt.Errorf("create obsreport: %w", err)
 	}
-	return &processContextReceiver{
+	r := &processContextReceiver{
 		cfg: cfg, settings: set, next: next, telemetry: tb, obsrecv: obsrecv, now: time.Now,
 		events:   newEventWriter(cfg.EntityEventFormat, cfg.ReportInterval),
 		reported: map[tracker.Key]*reportedEntity{},
-	}, nil
+	}
+	for _, o := range tracker.Outcomes {
+		r.outcomes = append(r.outcomes, metric.WithAttributeSet(attribute.NewSet(attribute.String("outcome", o.String()))))
+	}
+	return r, nil
 }
 
 // Start finds the tracker of the process_context extension, or opens the
@@ -168,9 +177,14 @@ func (r *processContextReceiver) reportDue(now time.Time) {
 }
 
 func (r *processContextReceiver) record(ctx context.Context, s tracker.ScanStats) {
-	r.telemetry.RecordScan(ctx, s.Processes, s.Publishers, s.Duration)
-	for _, o := range tracker.Outcomes {
-		r.telemetry.RecordReads(ctx, o.String(), s.Reads[o])
+	tb := r.telemetry
+	tb.ReceiverProcessContextScannedProcesses.Add(ctx, int64(s.Processes))
+	tb.ReceiverProcessContextContexts.Record(ctx, int64(s.Publishers))
+	tb.ReceiverProcessContextScanDuration.Record(ctx, s.Duration.Seconds())
+	for i, o := range tracker.Outcomes {
+		if n := s.Reads[o]; n > 0 {
+			tb.ReceiverProcessContextReads.Add(ctx, n, r.outcomes[i])
+		}
 	}
 }
 
@@ -202,6 +216,7 @@ func (r *processContextReceiver) Shutdown(ctx context.Context) error {
 		errs = append(errs, ctx.Err())
 	}
 	r.sub.Close()
+	r.telemetry.Shutdown()
 	if err := r.release(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("stop the process tracker: %w", err))
 	}

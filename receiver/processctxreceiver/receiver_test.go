@@ -2,7 +2,6 @@ package processctxreceiver
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"os/user"
 	"sync"
@@ -17,23 +16,13 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/receiver/receivertest"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
-	"go.uber.org/goleak"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/processctx/otelcol-processctx/internal/otep"
 	"github.com/processctx/otelcol-processctx/internal/pubtest"
+	"github.com/processctx/otelcol-processctx/internal/tracker"
 	"github.com/processctx/otelcol-processctx/receiver/processctxreceiver/internal/metadata"
 )
-
-func TestMain(m *testing.M) {
-	code := pubtest.Main(m)
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
 
 // event is one entity event, decoded from either format.
 type event struct {
@@ -152,7 +141,7 @@ func (r *running) waitEvents(t *testing.T, pid, n int) []event {
 // scans returns how many scans the receiver has recorded.
 func (r *running) scans(t *testing.T) uint64 {
 	t.Helper()
-	m, err := r.tel.GetMetric("otelcol_process_context_receiver_scan_duration")
+	m, err := r.tel.GetMetric("otelcol_receiver_process_context_scan_duration")
 	if err != nil {
 		return 0
 	}
@@ -175,7 +164,7 @@ func (r *running) waitScans(t *testing.T, n uint64) {
 func (r *running) reads(t *testing.T) map[string]int64 {
 	t.Helper()
 	out := map[string]int64{}
-	m, err := r.tel.GetMetric("otelcol_process_context_receiver_reads")
+	m, err := r.tel.GetMetric("otelcol_receiver_process_context_reads")
 	if err != nil {
 		return out // nothing recorded yet
 	}
@@ -398,6 +387,21 @@ func TestHostilePublishersDoNotStopTheGoodOnes(t *testing.T) {
 	late := pubtest.Start(t, pubtest.Go, pubtest.Options{})
 	late.Publish(good)
 	r.waitEvents(t, late.Pid, 1)
+}
+
+// The outcome attribute's values in metadata.yaml are the tracker's.
+func TestOutcomeEnum(t *testing.T) {
+	data, err := os.ReadFile("metadata.yaml")
+	require.NoError(t, err)
+	var md struct {
+		Attributes map[string]struct{ Enum []string } `yaml:"attributes"`
+	}
+	require.NoError(t, yaml.Unmarshal(data, &md))
+	var want []string
+	for _, o := range tracker.Outcomes {
+		want = append(want, o.String())
+	}
+	assert.Equal(t, want, md.Attributes["outcome"].Enum)
 }
 
 func TestShutdownWithoutStart(t *testing.T) {

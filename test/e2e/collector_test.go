@@ -16,8 +16,6 @@ import (
 	"github.com/processctx/otelcol-processctx/internal/pubtest"
 )
 
-func TestMain(m *testing.M) { os.Exit(pubtest.Main(m)) }
-
 // collectorBinary is the binary `make build` produces.
 func collectorBinary(t *testing.T) string {
 	t.Helper()
