@@ -43,7 +43,8 @@ func createDefaultConfig() *Config {
 
 // Validate implements confmap.Validator.
 func (c *Config) Validate() error {
-	errs := []error{c.ScanSettings.Validate()}
+	// confmap validates the embedded ScanSettings.
+	var errs []error
 	if c.RootPath == "" || !filepath.IsAbs(c.RootPath) {
 		errs = append(errs, fmt.Errorf("root_path must be an absolute path, got %q", c.RootPath))
 	}

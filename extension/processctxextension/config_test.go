@@ -11,10 +11,17 @@ import (
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/confmap/confmaptest"
+	"go.opentelemetry.io/collector/scraper/scraperhelper"
 
 	"github.com/processctx/otelcol-processctx/extension/processctxextension/internal/metadata"
 	"github.com/processctx/otelcol-processctx/internal/tracker"
 )
+
+func controllerConfig(interval, delay, timeout time.Duration) scraperhelper.ControllerConfig {
+	cc := scraperhelper.NewDefaultControllerConfig()
+	cc.CollectionInterval, cc.InitialDelay, cc.Timeout = interval, delay, timeout
+	return cc
+}
 
 func TestLoadConfig(t *testing.T) {
 	cm, err := confmaptest.LoadConf(filepath.Join("testdata", "config.yaml"))
@@ -27,11 +34,11 @@ func TestLoadConfig(t *testing.T) {
 		{name: "", want: createDefaultConfig()},
 		{name: "full", want: &Config{
 			ScanSettings: tracker.ScanSettings{
-				CollectionInterval: 5 * time.Second,
-				RescanInterval:     time.Minute,
-				RescanMaxInterval:  30 * time.Minute,
-				RescanBudget:       64,
-				ReadTimeout:        500 * time.Millisecond,
+				ControllerConfig:  controllerConfig(5*time.Second, 0, 0),
+				RescanInterval:    time.Minute,
+				RescanMaxInterval: 30 * time.Minute,
+				RescanBudget:      64,
+				ReadTimeout:       500 * time.Millisecond,
 			},
 			RootPath:        "/hostfs",
 			MaxPayloadSize:  32768,
@@ -41,7 +48,7 @@ func TestLoadConfig(t *testing.T) {
 		}},
 		{name: "invalid", wantErr: []string{
 			`root_path must be an absolute path, got "hostfs"`,
-			"collection_interval must be positive, got 0s",
+			`"collection_interval": requires positive value`,
 			"grace_period must not be negative, got -1s",
 			"recheck_interval must be positive, got 0s",
 		}},

@@ -11,6 +11,12 @@ import (
 type Config struct {
 	// ScanInterval is the time between scans of the host's processes.
 	ScanInterval time.Duration
+	// InitialDelay is the wait before the first scan.
+	InitialDelay time.Duration
+	// ScanTimeout, when positive, bounds a scan: reads still out then are
+	// applied when they come back, outside the scan (their processes are
+	// swept at the next scan).
+	ScanTimeout time.Duration
 	// RescanInterval is how long a process without a context waits before
 	// its maps are read again (SDKs often publish seconds after start).
 	RescanInterval time.Duration
@@ -77,6 +83,12 @@ func (c Config) Validate() error {
 	positive("read timeout", c.ReadTimeout)
 	positive("report interval", c.ReportInterval)
 	positive("quarantine backoff", c.QuarantineBackoff)
+	if c.InitialDelay < 0 {
+		errs = append(errs, fmt.Errorf("initial delay must not be negative, got %s", c.InitialDelay))
+	}
+	if c.ScanTimeout < 0 {
+		errs = append(errs, fmt.Errorf("scan timeout must not be negative, got %s", c.ScanTimeout))
+	}
 	if c.RescanMaxInterval < c.RescanInterval {
 		errs = append(errs, fmt.Errorf("rescan max interval (%s) must not be less than rescan interval (%s)", c.RescanMaxInterval, c.RescanInterval))
 	}

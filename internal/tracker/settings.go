@@ -4,13 +4,16 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"go.opentelemetry.io/collector/scraper/scraperhelper"
 )
 
 // ScanSettings are the configuration keys of a tracker's schedule, shared
 // by the components that run one (squashed into their configurations).
+// The schedule is a scraper controller's: collection_interval between
+// scans, initial_delay before the first, timeout bounding one scan.
 type ScanSettings struct {
-	// CollectionInterval is the time between scans of the host.
-	CollectionInterval time.Duration `mapstructure:"collection_interval"`
+	scraperhelper.ControllerConfig `mapstructure:",squash"`
 	// RescanInterval is how long a process without a context waits before
 	// its maps are read again (SDKs often publish seconds after start).
 	RescanInterval time.Duration `mapstructure:"rescan_interval"`
@@ -25,24 +28,28 @@ type ScanSettings struct {
 	ReadTimeout time.Duration `mapstructure:"read_timeout"`
 }
 
-// DefaultScanSettings returns the defaults of DefaultConfig.
+// DefaultScanSettings returns the defaults of DefaultConfig. Unlike a
+// scraper's, the first scan runs at once (initial_delay 0) and a scan has
+// no timeout: each read has its own deadline.
 func DefaultScanSettings() ScanSettings {
 	d := DefaultConfig()
+	cc := scraperhelper.NewDefaultControllerConfig()
+	cc.CollectionInterval = d.ScanInterval
+	cc.InitialDelay = d.InitialDelay
+	cc.Timeout = d.ScanTimeout
 	return ScanSettings{
-		CollectionInterval: d.ScanInterval,
-		RescanInterval:     d.RescanInterval,
-		RescanMaxInterval:  d.RescanMaxInterval,
-		RescanBudget:       d.RescanBudget,
-		ReadTimeout:        d.ReadTimeout,
+		ControllerConfig:  cc,
+		RescanInterval:    d.RescanInterval,
+		RescanMaxInterval: d.RescanMaxInterval,
+		RescanBudget:      d.RescanBudget,
+		ReadTimeout:       d.ReadTimeout,
 	}
 }
 
-// Validate reports every unusable key, by its configuration name.
+// Validate reports every unusable key, by its configuration name; confmap
+// validates the embedded ControllerConfig (collection_interval, timeout).
 func (s ScanSettings) Validate() error {
 	var errs []error
-	if s.CollectionInterval <= 0 {
-		errs = append(errs, fmt.Errorf("collection_interval must be positive, got %s", s.CollectionInterval))
-	}
 	if s.RescanInterval <= 0 {
 		errs = append(errs, fmt.Errorf("rescan_interval must be positive, got %s", s.RescanInterval))
 	}
@@ -61,6 +68,8 @@ func (s ScanSettings) Validate() error {
 // Apply sets the schedule of cfg from the settings.
 func (s ScanSettings) Apply(cfg *Config) {
 	cfg.ScanInterval = s.CollectionInterval
+	cfg.InitialDelay = max(s.InitialDelay, 0)
+	cfg.ScanTimeout = s.Timeout
 	cfg.RescanInterval = s.RescanInterval
 	cfg.RescanMaxInterval = s.RescanMaxInterval
 	cfg.RescanBudget = s.RescanBudget

@@ -187,7 +187,8 @@ func (t *Tracker) StuckReads() int {
 // Config returns the tracker's configuration.
 func (t *Tracker) Config() Config { return t.cfg }
 
-// Start starts the readers and the loop; the first scan begins at once.
+// Start starts the readers and the loop; the first scan begins after
+// Config.InitialDelay (at once by default).
 func (t *Tracker) Start() {
 	if !t.started.CompareAndSwap(false, true) {
 		return
@@ -430,15 +431,33 @@ func (t *Tracker) clock() int64 { return int64(t.now().Sub(t.epoch)) + 1 }
 func (t *Tracker) run() {
 	defer close(t.done)
 	defer t.pool.close()
+	if t.cfg.InitialDelay > 0 {
+		select {
+		case <-time.After(t.cfg.InitialDelay):
+		case <-t.stop:
+			return
+		}
+	}
 	t.startScan()
 	ticker := time.NewTicker(t.cfg.ScanInterval)
 	defer ticker.Stop()
+	// scanDeadline ends a scan that overran ScanTimeout.
+	scanDeadline := time.NewTimer(time.Hour)
+	scanDeadline.Stop()
+	defer scanDeadline.Stop()
+	var scanDeadlineC <-chan time.Time
+	var deadlineFor uint32 // the scan scanDeadline is armed for
 	// supervise runs while jobs are out: a read overdue is abandoned.
 	supervise := time.NewTimer(time.Hour)
 	supervise.Stop()
 	defer supervise.Stop()
 	var superviseC <-chan time.Time
 	for {
+		if t.cfg.ScanTimeout > 0 && t.scan != nil && t.scan.gen != deadlineFor {
+			deadlineFor = t.scan.gen
+			scanDeadline.Reset(t.cfg.ScanTimeout)
+			scanDeadlineC = scanDeadline.C
+		}
 		var normal, urgent chan<- *job
 		var nextNormal, nextUrgent *job
 		if len(t.backlog) > 0 {
@@ -479,6 +498,13 @@ func (t *Tracker) run() {
 			superviseC = nil
 			for _, j := range t.pool.expire() {
 				t.applyJob(j)
+			}
+		case <-scanDeadlineC:
+			scanDeadlineC = nil
+			if t.scan != nil && t.scan.gen == deadlineFor {
+				t.log.Debug("Scan timed out: the reads still out are applied when they come back",
+					zap.Duration("timeout", t.cfg.ScanTimeout), zap.Int("jobs_out", t.scan.pending))
+				t.finishScan()
 			}
 		}
 		switch {

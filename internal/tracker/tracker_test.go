@@ -493,6 +493,61 @@ func TestNoReaderLeft(t *testing.T) {
 	require.NotNil(t, p)
 }
 
+// A scan that overruns ScanTimeout ends without the reads still out; their
+// processes keep their place and the results are applied when they come.
+func TestScanTimeout(t *testing.T) {
+	host := trackertest.NewHost()
+	host.Add(80).Block = trackertest.MethodMaps
+	host.Add(81)
+	host.Publish(81, "good")
+	cfg := testConfig()
+	cfg.ReadTimeout = time.Hour // the fake clock never reaches it
+	cfg.ScanTimeout = 20 * time.Millisecond
+	tr, err := tracker.New(host, cfg, zap.NewNop(), tracker.WithClock(trackertest.NewClock().Now))
+	require.NoError(t, err)
+	tr.Start()
+	t.Cleanup(func() {
+		host.Unblock()
+		require.NoError(t, tr.Stop(context.Background()))
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, tr.Rescan(ctx), "the scan ends at its timeout")
+	snap := tr.Snapshot()
+	assert.True(t, snap.Scanned)
+	_, o := snap.Lookup(80)
+	assert.NotEqual(t, tracker.OutcomeGone, o, "a process whose read is out is not swept")
+
+	host.Set(80, func(p *trackertest.Proc) { p.Block = "" })
+	host.Publish(80, "late")
+	host.Unblock()
+	require.Eventually(t, func() bool {
+		p80, _ := tr.Snapshot().Lookup(80)
+		p81, _ := tr.Snapshot().Lookup(81)
+		return p80 != nil && p81 != nil
+	}, 10*time.Second, time.Millisecond)
+}
+
+// The first scan waits for InitialDelay; stopping meanwhile returns at once.
+func TestInitialDelay(t *testing.T) {
+	host := trackertest.NewHost()
+	host.Add(1)
+	cfg := testConfig()
+	cfg.InitialDelay = time.Hour
+	tr, err := tracker.New(host, cfg, zap.NewNop())
+	require.NoError(t, err)
+	tr.Start()
+	select {
+	case <-tr.Ready():
+		t.Fatal("scanned before the initial delay")
+	default:
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	require.NoError(t, tr.Stop(ctx))
+	assert.Zero(t, host.Count(trackertest.MethodStart))
+}
+
 func TestStopWithAStuckRead(t *testing.T) {
 	host := trackertest.NewHost()
 	host.Add(95).Block = "start"

@@ -64,7 +64,8 @@ func createDefaultConfig() *Config {
 
 // Validate implements confmap.Validator.
 func (c *Config) Validate() error {
-	errs := []error{c.ScanSettings.Validate()}
+	// confmap validates the embedded ScanSettings.
+	var errs []error
 	if c.ReportInterval <= 0 {
 		errs = append(errs, fmt.Errorf("report_interval must be positive, got %s", c.ReportInterval))
 	}

@@ -11,12 +11,19 @@ import (
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/confmap/confmaptest"
+	"go.opentelemetry.io/collector/scraper/scraperhelper"
 
 	"github.com/processctx/otelcol-processctx/internal/tracker"
 	"github.com/processctx/otelcol-processctx/receiver/processctxreceiver/internal/metadata"
 )
 
 var trackerID = component.MustNewID("process_context")
+
+func controllerConfig(interval, delay, timeout time.Duration) scraperhelper.ControllerConfig {
+	cc := scraperhelper.NewDefaultControllerConfig()
+	cc.CollectionInterval, cc.InitialDelay, cc.Timeout = interval, delay, timeout
+	return cc
+}
 
 func TestLoadConfig(t *testing.T) {
 	cm, err := confmaptest.LoadConf(filepath.Join("testdata", "config.yaml"))
@@ -32,11 +39,11 @@ func TestLoadConfig(t *testing.T) {
 			id: component.NewIDWithName(metadata.Type, "full"),
 			want: &Config{
 				ScanSettings: tracker.ScanSettings{
-					CollectionInterval: 5 * time.Second,
-					RescanInterval:     time.Minute,
-					RescanMaxInterval:  30 * time.Minute,
-					RescanBudget:       64,
-					ReadTimeout:        500 * time.Millisecond,
+					ControllerConfig:  controllerConfig(5*time.Second, 2*time.Second, 30*time.Second),
+					RescanInterval:    time.Minute,
+					RescanMaxInterval: 30 * time.Minute,
+					RescanBudget:      64,
+					ReadTimeout:       500 * time.Millisecond,
 				},
 				ReportInterval:    10 * time.Minute,
 				EntityEventFormat: FormatSpec,
@@ -47,7 +54,7 @@ func TestLoadConfig(t *testing.T) {
 				Exclude:           MatchConfig{Executables: []string{"python3-debug"}},
 			},
 		},
-		{id: component.NewIDWithName(metadata.Type, "invalid_interval"), wantErr: "collection_interval must be positive, got 0s"},
+		{id: component.NewIDWithName(metadata.Type, "invalid_interval"), wantErr: `"collection_interval": requires positive value`},
 		{id: component.NewIDWithName(metadata.Type, "invalid_rescan"), wantErr: "rescan_max_interval (30s) must not be less than rescan_interval (1m0s)"},
 		{id: component.NewIDWithName(metadata.Type, "invalid_format"), wantErr: `entity_event_format must be "legacy" or "spec", got "otlp"`},
 		{id: component.NewIDWithName(metadata.Type, "invalid_root"), wantErr: `root_path must be an absolute path, got "hostfs"`},
