@@ -10,12 +10,17 @@ import (
 
 	"github.com/processctx/otelcol-processctx/internal/otep"
 	"github.com/processctx/otelcol-processctx/internal/tracker"
+	"github.com/processctx/otelcol-processctx/receiver/processctxreceiver/internal/metadata"
 )
 
 // Entity event formats.
 const (
-	// FormatLegacy: otel.entity.* attributes, as contrib's
-	// pkg/experimentalmetricmetadata emits them by default.
+	// FormatLibrary (the default, "") is what contrib's
+	// pkg/experimentalmetricmetadata writes: FormatLegacy, or FormatSpec
+	// under its feature gate pkg.experimentalmetricmetadata.useEntityEventsSpecification.
+	// Contrib's consumers of entity events parse what that gate says.
+	FormatLibrary = ""
+	// FormatLegacy: otel.entity.* attributes.
 	FormatLegacy = "legacy"
 	// FormatSpec: EventName entity.state / entity.delete with entity.id,
 	// entity.description and entity.report.interval (seconds).
@@ -29,7 +34,7 @@ type Config struct {
 	tracker.ScanSettings `mapstructure:",squash"`
 	// ReportInterval is how often every live entity is reported again.
 	ReportInterval time.Duration `mapstructure:"report_interval"`
-	// EntityEventFormat is "legacy" (default) or "spec".
+	// EntityEventFormat is FormatLibrary, FormatLegacy or FormatSpec.
 	EntityEventFormat string `mapstructure:"entity_event_format"`
 	// RootPath is where the host's filesystem is mounted: "/" on the host,
 	// e.g. "/hostfs" in a container with the host's procfs at /hostfs/proc.
@@ -39,26 +44,19 @@ type Config struct {
 	// Tracker names the process_context extension whose tracker to use;
 	// when unset, the only one the collector has, else the receiver's own.
 	Tracker *component.ID `mapstructure:"tracker"`
-	// Include, when it lists executables, limits the entity events to them.
+	// Include, when it has names, limits the entity events to the processes
+	// whose executable matches.
 	Include MatchConfig `mapstructure:"include"`
 	// Exclude drops the entity events of processes whose executable matches.
 	Exclude MatchConfig `mapstructure:"exclude"`
 }
 
-// MatchConfig selects processes by executable name.
-type MatchConfig struct {
-	// Executables are process.executable.name values or shell patterns
-	// (filepath.Match syntax), e.g. "java" or "python3*".
-	Executables []string `mapstructure:"executables"`
-}
-
 func createDefaultConfig() *Config {
 	return &Config{
-		ScanSettings:      tracker.DefaultScanSettings(),
-		ReportInterval:    5 * time.Minute,
-		EntityEventFormat: FormatLegacy,
-		RootPath:          "/",
-		MaxPayloadSize:    otep.DefaultLimits().MaxPayloadSize,
+		ScanSettings:   tracker.DefaultScanSettings(),
+		ReportInterval: 5 * time.Minute,
+		RootPath:       "/",
+		MaxPayloadSize: otep.DefaultLimits().MaxPayloadSize,
 	}
 }
 
@@ -69,8 +67,10 @@ func (c *Config) Validate() error {
 	if c.ReportInterval <= 0 {
 		errs = append(errs, fmt.Errorf("report_interval must be positive, got %s", c.ReportInterval))
 	}
-	if c.EntityEventFormat != FormatLegacy && c.EntityEventFormat != FormatSpec {
-		errs = append(errs, fmt.Errorf("entity_event_format must be %q or %q, got %q", FormatLegacy, FormatSpec, c.EntityEventFormat))
+	switch c.EntityEventFormat {
+	case FormatLibrary, FormatLegacy, FormatSpec:
+	default:
+		errs = append(errs, fmt.Errorf("entity_event_format must be unset, %q or %q, got %q", FormatLegacy, FormatSpec, c.EntityEventFormat))
 	}
 	if c.RootPath == "" || !filepath.IsAbs(c.RootPath) {
 		errs = append(errs, fmt.Errorf("root_path must be an absolute path, got %q", c.RootPath))
@@ -79,16 +79,8 @@ func (c *Config) Validate() error {
 	if err := limits.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("max_payload_size: %w", err))
 	}
-	for _, m := range []struct {
-		name string
-		cfg  MatchConfig
-	}{{"include", c.Include}, {"exclude", c.Exclude}} {
-		for _, p := range m.cfg.Executables {
-			if _, err := filepath.Match(p, ""); err != nil || p == "" {
-				errs = append(errs, fmt.Errorf("%s.executables: bad pattern %q", m.name, p))
-			}
-		}
-	}
+	disallowGlob := metadata.ReceiverProcesscontextDisallowExecutablesGlobFeatureGate.IsEnabled()
+	errs = append(errs, c.Include.validate("include", disallowGlob), c.Exclude.validate("exclude", disallowGlob))
 	return errors.Join(errs...)
 }
 
@@ -102,21 +94,4 @@ func (c *Config) trackerConfig() tracker.Config {
 	c.Apply(&tc)
 	tc.ReportInterval = c.ReportInterval
 	return tc
-}
-
-// selects reports whether a process with this executable name is watched.
-func (c *Config) selects(executable string) bool {
-	if len(c.Include.Executables) > 0 && !matchAny(c.Include.Executables, executable) {
-		return false
-	}
-	return !matchAny(c.Exclude.Executables, executable)
-}
-
-func matchAny(patterns []string, name string) bool {
-	for _, p := range patterns {
-		if ok, _ := filepath.Match(p, name); ok {
-			return true
-		}
-	}
-	return false
 }

@@ -11,7 +11,12 @@ import (
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/confmap/confmaptest"
+	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/featuregate"
+	"go.opentelemetry.io/collector/receiver/receivertest"
 	"go.opentelemetry.io/collector/scraper/scraperhelper"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/processctx/otelcol-processctx/internal/tracker"
 	"github.com/processctx/otelcol-processctx/receiver/processctxreceiver/internal/metadata"
@@ -50,13 +55,23 @@ func TestLoadConfig(t *testing.T) {
 				RootPath:          "/hostfs",
 				MaxPayloadSize:    32768,
 				Tracker:           &trackerID,
-				Include:           MatchConfig{Executables: []string{"java", "python3*"}},
-				Exclude:           MatchConfig{Executables: []string{"python3-debug"}},
+				Include:           MatchConfig{MatchType: MatchTypeRegexp, Names: []string{"^java$", "^python3"}},
+				Exclude:           MatchConfig{MatchType: MatchTypeStrict, Names: []string{"python3-debug"}},
 			},
 		},
 		{id: component.NewIDWithName(metadata.Type, "invalid_interval"), wantErr: `"collection_interval": requires positive value`},
 		{id: component.NewIDWithName(metadata.Type, "invalid_rescan"), wantErr: "rescan_max_interval (30s) must not be less than rescan_interval (1m0s)"},
-		{id: component.NewIDWithName(metadata.Type, "invalid_format"), wantErr: `entity_event_format must be "legacy" or "spec", got "otlp"`},
+		{
+			id: component.NewIDWithName(metadata.Type, "deprecated_executables"),
+			want: func() *Config {
+				cfg := createDefaultConfig()
+				cfg.Include = MatchConfig{Executables: []string{"java", "python3*"}}
+				cfg.Exclude = MatchConfig{Executables: []string{"python3-debug"}}
+				return cfg
+			}(),
+		},
+		{id: component.NewIDWithName(metadata.Type, "invalid_format"), wantErr: `entity_event_format must be unset, "legacy" or "spec", got "otlp"`},
+		{id: component.NewIDWithName(metadata.Type, "invalid_match_type"), wantErr: `include.match_type must be "strict" or "regexp", got "glob"`},
 		{id: component.NewIDWithName(metadata.Type, "invalid_root"), wantErr: `root_path must be an absolute path, got "hostfs"`},
 		{id: component.NewIDWithName(metadata.Type, "invalid_payload"), wantErr: "max_payload_size: max payload size must be positive"},
 		{id: component.NewIDWithName(metadata.Type, "invalid_pattern"), wantErr: `exclude.executables: bad pattern "[java"`},
@@ -89,12 +104,27 @@ func TestUnknownKeyRejected(t *testing.T) {
 	require.ErrorContains(t, err, "colection_interval")
 }
 
-func TestSelects(t *testing.T) {
+// Under the feature gate the deprecated form fails validation with the new
+// form in the message; without it, the receiver warns with the new form.
+func TestDeprecatedExecutables(t *testing.T) {
+	cm, err := confmaptest.LoadConf(filepath.Join("testdata", "config.yaml"))
+	require.NoError(t, err)
+	sub, err := cm.Sub(component.NewIDWithName(metadata.Type, "deprecated_executables").String())
+	require.NoError(t, err)
 	cfg := createDefaultConfig()
-	assert.True(t, cfg.selects("anything"))
-	cfg.Include.Executables = []string{"java", "python3*"}
-	cfg.Exclude.Executables = []string{"python3-debug"}
-	for name, want := range map[string]bool{"java": true, "python3.12": true, "python3-debug": false, "node": false} {
-		assert.Equal(t, want, cfg.selects(name), name)
-	}
+	require.NoError(t, sub.Unmarshal(cfg))
+
+	core, logs := observer.New(zap.WarnLevel)
+	set := receivertest.NewNopSettings(metadata.Type)
+	set.Logger = zap.New(core)
+	_, err = newReceiver(set, cfg, consumertest.NewNop())
+	require.NoError(t, err)
+	warnings := logs.FilterMessageSnippet("include.executables is deprecated").All()
+	require.Len(t, warnings, 1)
+	assert.Equal(t, `include: {match_type: regexp, names: ["^java$", "^python3[^/]*$"]}`, warnings[0].ContextMap()["use"])
+
+	gate := metadata.ReceiverProcesscontextDisallowExecutablesGlobFeatureGate
+	require.NoError(t, featuregate.GlobalRegistry().Set(gate.ID(), true))
+	t.Cleanup(func() { require.NoError(t, featuregate.GlobalRegistry().Set(gate.ID(), false)) })
+	require.ErrorContains(t, confmap.Validate(cfg), `exclude.executables is no longer accepted (feature gate receiver.processcontext.disallowExecutablesGlob): use exclude: {match_type: strict, names: ["python3-debug"]}`)
 }

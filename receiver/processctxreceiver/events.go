@@ -3,6 +3,7 @@ package processctxreceiver
 import (
 	"time"
 
+	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/experimentalmetricmetadata"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 
@@ -11,21 +12,24 @@ import (
 	"github.com/processctx/otelcol-processctx/receiver/processctxreceiver/internal/metadata"
 )
 
-// Entity event vocabulary. The legacy names are those of contrib's
-// pkg/experimentalmetricmetadata; the spec names those of the entity events
-// specification.
+// The two shapes of an entity event. contrib's experimentalmetricmetadata
+// writes one of them, as its feature gate
+// pkg.experimentalmetricmetadata.useEntityEventsSpecification says; the
+// names are here to turn one into the other when entity_event_format asks
+// for the shape the gate does not.
 const (
 	entityTypeProcess = "process"
-	scopeEventAsLog   = "otel.entity.event_as_log"
 
-	legacyEventType       = "otel.entity.event.type"
-	legacyEventState      = "entity_state"
-	legacyEventDelete     = "entity_delete"
-	legacyEntityType      = "otel.entity.type"
-	legacyEntityID        = "otel.entity.id"
-	legacyEntityAttrs     = "otel.entity.attributes"
-	legacyEntityInterval  = "otel.entity.interval" // milliseconds
-	legacyDeleteReason    = "otel.entity.delete.reason"
+	legacyEventType      = "otel.entity.event.type"
+	legacyEventState     = "entity_state"
+	legacyEventDelete    = "entity_delete"
+	legacyEntityType     = "otel.entity.type"
+	legacyEntityID       = "otel.entity.id"
+	legacyEntityAttrs    = "otel.entity.attributes"
+	legacyEntityInterval = "otel.entity.interval" // milliseconds
+	// legacyDeleteReason is ours: the legacy shape has no reason.
+	legacyDeleteReason = "otel.entity.delete.reason"
+
 	specEventState        = "entity.state"
 	specEventDelete       = "entity.delete"
 	specEntityType        = "entity.type"
@@ -39,16 +43,18 @@ const (
 	contextAttributesKey = "process_context.attributes"
 )
 
-// eventWriter accumulates the entity events of one scan into plog.Logs.
+// eventWriter accumulates entity events into plog.Logs, built with contrib's
+// experimentalmetricmetadata so that its consumers parse them.
 type eventWriter struct {
-	spec     bool
+	format   string // FormatLegacy, FormatSpec, or "" for the library's
 	interval time.Duration
 	logs     plog.Logs
 	records  plog.LogRecordSlice
+	events   experimentalmetricmetadata.EntityEventsSlice
 }
 
 func newEventWriter(format string, interval time.Duration) *eventWriter {
-	w := &eventWriter{spec: format == FormatSpec, interval: interval}
+	w := &eventWriter{format: format, interval: interval}
 	w.reset()
 	return w
 }
@@ -57,8 +63,9 @@ func (w *eventWriter) reset() {
 	w.logs = plog.NewLogs()
 	scope := w.logs.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty()
 	scope.Scope().SetName(metadata.ScopeName)
-	scope.Scope().Attributes().PutBool(scopeEventAsLog, true)
+	scope.Scope().Attributes().PutBool(experimentalmetricmetadata.SemconvOtelEntityEventAsScope, true)
 	w.records = scope.LogRecords()
+	w.events = experimentalmetricmetadata.NewEntityEventsSliceFromLogs(w.records)
 }
 
 // take returns the accumulated events and starts a new batch.
@@ -70,57 +77,113 @@ func (w *eventWriter) take() plog.Logs {
 
 func (w *eventWriter) len() int { return w.records.Len() }
 
-func (w *eventWriter) record(now time.Time, pid int, creationTime string) plog.LogRecord {
-	lr := w.records.AppendEmpty()
+// event appends an event for the process, with its ID; the log record is
+// returned for what the library does not set.
+func (w *eventWriter) event(now time.Time, id procfs.Identity) (experimentalmetricmetadata.EntityEvent, plog.LogRecord) {
+	e := w.events.AppendEmpty()
+	lr := w.records.At(w.records.Len() - 1)
 	ts := pcommon.NewTimestampFromTime(now)
-	lr.SetTimestamp(ts)
+	e.SetTimestamp(ts)
 	lr.SetObservedTimestamp(ts)
-	idKey := legacyEntityID
-	typeKey := legacyEntityType
-	if w.spec {
-		idKey, typeKey = specEntityID, specEntityType
-	}
-	lr.Attributes().PutStr(typeKey, entityTypeProcess)
-	id := lr.Attributes().PutEmptyMap(idKey)
-	id.PutInt("process.pid", int64(pid))
-	id.PutStr("process.creation.time", creationTime)
-	return lr
+	eid := e.ID()
+	eid.PutInt("process.pid", int64(id.PID))
+	eid.PutStr("process.creation.time", id.CreationTimeString())
+	return e, lr
 }
 
-// state appends an entity_state event: the published resource attributes,
+// state appends an entity state event: the published resource attributes,
 // then the host's view of the process (which wins for the keys it sets:
 // an SDK in a container reports its own namespace's pids).
 func (w *eventWriter) state(now time.Time, p *tracker.Process) {
-	id, ctx := p.Identity, p.Context
-	lr := w.record(now, id.PID, id.CreationTimeString())
-	attrs := lr.Attributes()
-	var desc pcommon.Map
-	if w.spec {
-		lr.SetEventName(specEventState)
-		desc = attrs.PutEmptyMap(specEntityDescription)
-		attrs.PutInt(specEntityInterval, int64(w.interval.Seconds()))
-	} else {
-		attrs.PutStr(legacyEventType, legacyEventState)
-		desc = attrs.PutEmptyMap(legacyEntityAttrs)
-		attrs.PutInt(legacyEntityInterval, w.interval.Milliseconds())
+	e, lr := w.event(now, p.Identity)
+	st := e.SetEntityState()
+	st.SetEntityType(entityTypeProcess)
+	st.SetInterval(w.interval)
+	desc := st.Attributes()
+	p.Context.Resource.CopyTo(desc)
+	putHostView(desc, p.Identity)
+	if p.Context.Attributes.Len() > 0 {
+		p.Context.Attributes.CopyTo(lr.Attributes().PutEmptyMap(contextAttributesKey))
 	}
-	ctx.Resource.CopyTo(desc)
-	putHostView(desc, id)
-	if ctx.Attributes.Len() > 0 {
-		ctx.Attributes.CopyTo(attrs.PutEmptyMap(contextAttributesKey))
+	w.shape(lr)
+}
+
+// delete appends an entity delete event.
+func (w *eventWriter) delete(now time.Time, p *tracker.Process, reason string) {
+	e, lr := w.event(now, p.Identity)
+	d := e.SetEntityDelete()
+	d.SetEntityType(entityTypeProcess)
+	d.SetDeletionReason(reason) // spec shape only
+	if lr.EventName() == "" {
+		lr.Attributes().PutStr(legacyDeleteReason, reason)
+	}
+	w.shape(lr)
+}
+
+// shape turns the record into the configured shape when the library wrote
+// the other one.
+func (w *eventWriter) shape(lr plog.LogRecord) {
+	librarySpec := lr.EventName() != ""
+	switch {
+	case w.format == FormatSpec && !librarySpec:
+		toSpec(lr)
+	case w.format == FormatLegacy && librarySpec:
+		toLegacy(lr)
 	}
 }
 
-// delete appends an entity_delete event.
-func (w *eventWriter) delete(now time.Time, p *tracker.Process, reason string) {
-	lr := w.record(now, p.Identity.PID, p.Identity.CreationTimeString())
-	if w.spec {
-		lr.SetEventName(specEventDelete)
-		lr.Attributes().PutStr(specDeleteReason, reason)
-	} else {
-		lr.Attributes().PutStr(legacyEventType, legacyEventDelete)
-		lr.Attributes().PutStr(legacyDeleteReason, reason)
+// toSpec turns a legacy-shaped record into the specification's shape.
+func toSpec(lr plog.LogRecord) {
+	attrs := lr.Attributes()
+	if v, ok := attrs.Get(legacyEventType); ok {
+		switch v.Str() {
+		case legacyEventState:
+			lr.SetEventName(specEventState)
+		case legacyEventDelete:
+			lr.SetEventName(specEventDelete)
+		}
+		attrs.Remove(legacyEventType)
 	}
+	if v, ok := attrs.Get(legacyEntityInterval); ok {
+		attrs.PutInt(specEntityInterval, v.Int()/1000)
+		attrs.Remove(legacyEntityInterval)
+	}
+	rename(attrs, legacyEntityType, specEntityType)
+	rename(attrs, legacyEntityID, specEntityID)
+	rename(attrs, legacyEntityAttrs, specEntityDescription)
+	rename(attrs, legacyDeleteReason, specDeleteReason)
+}
+
+// toLegacy turns a specification-shaped record into the legacy shape.
+func toLegacy(lr plog.LogRecord) {
+	attrs := lr.Attributes()
+	switch lr.EventName() {
+	case specEventState:
+		attrs.PutStr(legacyEventType, legacyEventState)
+	case specEventDelete:
+		attrs.PutStr(legacyEventType, legacyEventDelete)
+	}
+	lr.SetEventName("")
+	if v, ok := attrs.Get(specEntityInterval); ok {
+		attrs.PutInt(legacyEntityInterval, v.Int()*1000)
+		attrs.Remove(specEntityInterval)
+	}
+	rename(attrs, specEntityType, legacyEntityType)
+	rename(attrs, specEntityID, legacyEntityID)
+	rename(attrs, specEntityDescription, legacyEntityAttrs)
+	rename(attrs, specDeleteReason, legacyDeleteReason)
+}
+
+// rename moves the value of key from to key to.
+func rename(attrs pcommon.Map, from, to string) {
+	v, ok := attrs.Get(from)
+	if !ok {
+		return
+	}
+	moved := pcommon.NewValueEmpty()
+	v.MoveTo(moved) // before PutEmpty, which may move v
+	attrs.Remove(from)
+	moved.MoveTo(attrs.PutEmpty(to))
 }
 
 // putHostView adds what the host knows of the process.

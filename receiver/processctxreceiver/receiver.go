@@ -42,6 +42,7 @@ type processContextReceiver struct {
 	release func(context.Context) error
 	sub     *tracker.Subscription
 	events  *eventWriter
+	filter  executableFilter
 	// reported holds the live entities stated so far, with when.
 	reported map[tracker.Key]*reportedEntity
 
@@ -70,7 +71,18 @@ func newReceiver(set receiver.Settings, cfg *Config, next consumer.Logs) (*proce
 	r := &processContextReceiver{
 		cfg: cfg, settings: set, next: next, telemetry: tb, obsrecv: obsrecv, now: time.Now,
 		events:   newEventWriter(cfg.EntityEventFormat, cfg.ReportInterval),
+		filter:   newExecutableFilter(cfg.Include, cfg.Exclude),
 		reported: map[tracker.Key]*reportedEntity{},
+	}
+	for _, f := range []struct {
+		key string
+		m   MatchConfig
+	}{{"include", cfg.Include}, {"exclude", cfg.Exclude}} {
+		if key, m := f.key, f.m; len(m.Executables) > 0 {
+			set.Logger.Warn(key+".executables is deprecated and will fail validation under the feature gate "+
+				metadata.ReceiverProcesscontextDisallowExecutablesGlobFeatureGate.ID(),
+				zap.String("use", m.suggestion(key)))
+		}
 	}
 	for _, o := range tracker.Outcomes {
 		r.outcomes = append(r.outcomes, metric.WithAttributeSet(attribute.NewSet(attribute.String("outcome", o.String()))))
@@ -145,7 +157,7 @@ func (r *processContextReceiver) run(ctx context.Context) {
 func (r *processContextReceiver) handle(now time.Time, c tracker.Change) {
 	p := c.Process
 	if !c.Kind.Ends() {
-		if !r.cfg.selects(p.Identity.ExecutableName) {
+		if !r.filter.selects(p.Identity.ExecutableName) {
 			return
 		}
 		r.events.state(now, p)

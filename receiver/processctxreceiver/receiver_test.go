@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/experimentalmetricmetadata"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component/componenttest"
@@ -41,7 +42,7 @@ func decodeEvents(t testing.TB, logs []plog.Logs) []event {
 	for _, l := range logs {
 		for _, rl := range l.ResourceLogs().All() {
 			for _, sl := range rl.ScopeLogs().All() {
-				marker, ok := sl.Scope().Attributes().Get(scopeEventAsLog)
+				marker, ok := sl.Scope().Attributes().Get(experimentalmetricmetadata.SemconvOtelEntityEventAsScope)
 				require.True(t, ok && marker.Bool(), "scope marker")
 				require.Equal(t, metadata.ScopeName, sl.Scope().Name())
 				for _, lr := range sl.LogRecords().All() {
