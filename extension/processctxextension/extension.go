@@ -9,6 +9,7 @@ import (
 
 	"github.com/processctx/otelcol-processctx/internal/sharedtracker"
 	"github.com/processctx/otelcol-processctx/internal/tracker"
+	"github.com/processctx/otelcol-processctx/internal/trackerstatus"
 )
 
 // processContextExtension runs the shared tracker.
@@ -16,19 +17,24 @@ type processContextExtension struct {
 	cfg      *Config
 	settings extension.Settings
 	tracker  *tracker.Tracker
+	// stopStatus ends the reports of the tracker's health as the
+	// extension's status.
+	stopStatus func()
 }
 
 var _ sharedtracker.Provider = (*processContextExtension)(nil)
 
-// Start opens the host's procfs and starts the tracker; the first scan
-// begins at once.
-func (e *processContextExtension) Start(context.Context, component.Host) error {
+// Start opens the host's procfs and starts the tracker (the first scan
+// begins after initial_delay); the tracker's health becomes the
+// extension's status.
+func (e *processContextExtension) Start(_ context.Context, host component.Host) error {
 	tr, err := tracker.Open(e.cfg.RootPath, e.cfg.limits(), e.cfg.trackerConfig(), e.settings.Logger)
 	if err != nil {
 		return err
 	}
 	tr.Start()
 	e.tracker = tr
+	e.stopStatus = trackerstatus.Watch(host, tr)
 	return nil
 }
 
@@ -38,6 +44,7 @@ func (e *processContextExtension) Shutdown(ctx context.Context) error {
 	if e.tracker == nil {
 		return nil
 	}
+	e.stopStatus()
 	return e.tracker.Stop(ctx)
 }
 

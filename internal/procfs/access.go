@@ -120,6 +120,36 @@ func (fs *FS) ExplainDenied(pid int) string {
 	return explainDenied(self, target, yama)
 }
 
+// CheckAccess reports, wrapping ErrPermissionDenied, when the collector's
+// own privileges keep it from reading the processes of other users: no
+// CAP_SYS_PTRACE (or no CAP_DAC_READ_SEARCH, which /proc/<pid>/mem of
+// another user needs), or kernel.yama.ptrace_scope 3. It reads only the
+// collector's own status and the sysctl, never another process's files.
+func (fs *FS) CheckAccess() error {
+	yama := -1
+	if b, err := os.ReadFile(filepath.Join(fs.ProcDir(), "sys", "kernel", "yama", "ptrace_scope")); err == nil {
+		yama, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+	}
+	if why := checkAccess(readCredentials("/proc/self/status"), yama); why != "" {
+		return fmt.Errorf("%s: %w", why, ErrPermissionDenied)
+	}
+	return nil
+}
+
+func checkAccess(self credentials, yama int) string {
+	switch {
+	case yama == 3:
+		return "kernel.yama.ptrace_scope is 3: no process may read another's memory; set it to 2 or lower"
+	case !self.ok:
+		return ""
+	case self.capEff&(1<<capSysPtrace) == 0:
+		return fmt.Sprintf("the collector (uid %d) lacks CAP_SYS_PTRACE, so it reads only processes of its own user: grant CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH", self.euid)
+	case self.capEff&(1<<capDACReadSearch) == 0:
+		return fmt.Sprintf("the collector (uid %d) lacks CAP_DAC_READ_SEARCH, which /proc/<pid>/mem of other users needs: grant it", self.euid)
+	}
+	return ""
+}
+
 func explainDenied(self, target credentials, yama int) string {
 	ptrace := self.capEff&(1<<capSysPtrace) != 0
 	dac := self.capEff&(1<<capDACReadSearch) != 0

@@ -22,5 +22,7 @@
 //   - ErrMalformed: a file did not parse (a kernel we do not know).
 //
 // Any other OS error is wrapped as it is. NewFS wraps ErrNoProcfs; CheckHost
-// wraps ErrNotHostProcfs; PidLister.List wraps the OS error of the listing.
+// wraps ErrNotHostProcfs; PidLister.List wraps the OS error of the listing,
+// or ErrNoProcfs when the directory is no longer a procfs (unmounted);
+// CheckAccess wraps ErrPermissionDenied.
 package procfs

@@ -28,7 +28,8 @@ type PidLister struct {
 
 const listingBufferSize = 64 << 10
 
-// List returns the pid entries of fs, valid until the next call.
+// List returns the pid entries of fs, valid until the next call. It fails,
+// wrapping ErrNoProcfs, when <root>/proc is no longer a procfs.
 func (l *PidLister) List(fs *FS) ([]PidEntry, error) {
 	procDir := fs.ProcDir()
 	fd, err := unix.Open(procDir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
@@ -36,6 +37,15 @@ func (l *PidLister) List(fs *FS) ([]PidEntry, error) {
 		return nil, fmt.Errorf("list processes in %s: %w", procDir, err)
 	}
 	defer func() { _ = unix.Close(fd) }()
+	// The mount can go away under a running collector (a container's
+	// /hostfs/proc): an empty directory would read as every process gone.
+	var st unix.Statfs_t
+	if err := unix.Fstatfs(fd, &st); err != nil {
+		return nil, fmt.Errorf("list processes in %s: %w", procDir, err)
+	}
+	if st.Type != unix.PROC_SUPER_MAGIC {
+		return nil, fmt.Errorf("list processes in %s: no longer a procfs (filesystem type %#x): %w", procDir, st.Type, ErrNoProcfs)
+	}
 	if l.buf == nil {
 		l.buf = make([]byte, listingBufferSize)
 	}

@@ -15,7 +15,8 @@
 // Nothing a process does can stall it: every read of a process (its stat,
 // maps, memory and identity files) runs on a reader goroutine under a
 // deadline (Config.ReadTimeout); only the listing of <root>/proc, which no
-// process can make wait, runs on the tracker's loop. A read that does not
+// process can make wait, and the collector's own credentials (Host.Access)
+// are read on the tracker's loop. A read that does not
 // return in time is abandoned, its process quarantined (retried with
 // backoff, from then on through /proc/<pid>/mem), counted and reported, and
 // the abandoned reader replaced, up to Config.MaxStalled readers stuck at
@@ -32,5 +33,9 @@
 //
 // New and Config.Validate return plain errors describing what is wrong. The
 // tracker's reads are classified into Outcomes, never returned as errors;
-// ErrStalled is the error of a read abandoned at its deadline.
+// ErrStalled is the error of a read abandoned at its deadline. Health
+// returns what keeps the tracker from its job, for the components' status:
+// an error wrapping ErrCannotList (the procfs cannot be listed) or
+// ErrCannotRead (the collector's privileges keep it from reading some
+// processes; it wraps procfs.ErrPermissionDenied too).
 package tracker

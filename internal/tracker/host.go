@@ -28,6 +28,10 @@ type Host interface {
 	Executable(pid int) string
 	// ExplainDenied says why pid cannot be read and what would fix it.
 	ExplainDenied(pid int) string
+	// Access reports, wrapping procfs.ErrPermissionDenied, when the
+	// collector's own privileges keep it from reading other users'
+	// processes. It reads only the collector's own files.
+	Access() error
 }
 
 // procHost is the Host of a procfs.
@@ -62,3 +66,5 @@ func (h *procHost) Identity(pid int) (procfs.Identity, error) { return h.ids.Ide
 func (h *procHost) Executable(pid int) string { return h.fs.Executable(pid) }
 
 func (h *procHost) ExplainDenied(pid int) string { return h.fs.ExplainDenied(pid) }
+
+func (h *procHost) Access() error { return h.fs.CheckAccess() }

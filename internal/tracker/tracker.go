@@ -105,6 +105,7 @@ type Tracker struct {
 
 	subsMu sync.Mutex
 	subs   []*Subscription
+	health health // set by the loop, read by components
 
 	ready  chan struct{} // closed when the first scan finished
 	probes chan *probeWait
@@ -530,8 +531,8 @@ func pop(q []*job) []*job {
 // startScan lists the host's pids and queues the reads of the scan.
 func (t *Tracker) startScan() {
 	entries, err := t.host.ListPids()
+	t.setListed(err)
 	if err != nil {
-		t.log.Error("Cannot list the host's processes", zap.Error(err))
 		return
 	}
 	t.gen++
@@ -1007,6 +1008,7 @@ func (t *Tracker) finishScan() {
 		}
 	}
 	t.expire()
+	t.setScanned(s.stats.Denied)
 	s.stats.Duration = t.now().Sub(s.began)
 	if !t.scanned {
 		close(t.ready)

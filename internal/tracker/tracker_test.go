@@ -594,6 +594,49 @@ func TestPermissionWarnings(t *testing.T) {
 	require.Eventually(t, func() bool { return len(warnings()) == 2 }, 10*time.Second, time.Millisecond)
 }
 
+func TestHealth(t *testing.T) {
+	host := trackertest.NewHost()
+	host.Add(1)
+	h := newHarness(t, testConfig(), host)
+	changed, err := h.tr.Health()
+	require.NoError(t, err)
+
+	// A procfs that cannot be listed, logged once however many scans.
+	host.SetListError(errors.New("open /hostfs/proc: no such file or directory"))
+	h.rescan()
+	h.rescan()
+	<-changed
+	changed, err = h.tr.Health()
+	require.ErrorIs(t, err, tracker.ErrCannotList)
+	assert.ErrorContains(t, err, "/hostfs/proc")
+	assert.Equal(t, 1, h.logs.FilterMessageSnippet("Cannot list").Len())
+	host.SetListError(nil)
+	h.rescan()
+	<-changed
+	changed, err = h.tr.Health()
+	require.NoError(t, err)
+	assert.Equal(t, 1, h.logs.FilterMessageSnippet("listed again").Len())
+
+	// Processes denied: a problem only when the collector's privileges are
+	// why (no setting fixes a VM's init).
+	host.Add(2).Errs[trackertest.MethodMaps] = procfs.ErrPermissionDenied
+	h.rescan()
+	_, err = h.tr.Health()
+	require.NoError(t, err, "denied, but not for lack of privileges")
+	host.SetAccess(fmt.Errorf("the collector lacks CAP_SYS_PTRACE: %w", procfs.ErrPermissionDenied))
+	h.clock.Advance(time.Hour) // its rescan is due
+	h.rescan()
+	<-changed
+	changed, err = h.tr.Health()
+	require.ErrorIs(t, err, tracker.ErrCannotRead)
+	require.ErrorIs(t, err, procfs.ErrPermissionDenied)
+	host.Remove(2)
+	h.rescan()
+	<-changed
+	_, err = h.tr.Health()
+	require.NoError(t, err, "recovered once no process is denied")
+}
+
 func TestSubscriptionCoalesces(t *testing.T) {
 	host := trackertest.NewHost()
 	host.Add(5)

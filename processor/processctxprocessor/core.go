@@ -24,6 +24,7 @@ type source interface {
 	ScanSoon() <-chan struct{}
 	AddView(ctx context.Context, fn func(*tracker.Process) any) (tracker.View, error)
 	RemoveView(ctx context.Context, v tracker.View) error
+	Health() (<-chan struct{}, error)
 }
 
 // core is what the processor instances of one component ID share (the

@@ -7,6 +7,8 @@ import (
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/processor"
 	"go.uber.org/zap"
+
+	"github.com/processctx/otelcol-processctx/internal/trackerstatus"
 )
 
 // instance is the processor of one pipeline (one signal).
@@ -19,7 +21,10 @@ type instance struct {
 	regroup bool
 	// release drops the instance's reference to the shared core, once.
 	release func(context.Context) error
-	batches sync.Pool // *batch
+	// stopStatus ends the reports of the tracker's health as the
+	// instance's status.
+	stopStatus func()
+	batches    sync.Pool // *batch
 }
 
 func newInstance(c *core, set processor.Settings, signal string, release func(context.Context) error) (*instance, error) {
@@ -41,11 +46,22 @@ func newInstance(c *core, set processor.Settings, signal string, release func(co
 	return p, nil
 }
 
+// start starts the core (once for the instances that share it); the
+// tracker's health becomes the instance's status.
 func (p *instance) start(ctx context.Context, host component.Host) error {
-	return p.core.start(ctx, host, p.logger)
+	if err := p.core.start(ctx, host, p.logger); err != nil {
+		return err
+	}
+	if st := p.core.state.Load(); st != nil {
+		p.stopStatus = trackerstatus.Watch(host, st.src)
+	}
+	return nil
 }
 
 func (p *instance) shutdown(ctx context.Context) error {
+	if p.stopStatus != nil {
+		p.stopStatus()
+	}
 	p.tel.shutdown()
 	return p.release(ctx)
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/processctx/otelcol-processctx/internal/sharedtracker"
 	"github.com/processctx/otelcol-processctx/internal/tracker"
+	"github.com/processctx/otelcol-processctx/internal/trackerstatus"
 	"github.com/processctx/otelcol-processctx/receiver/processctxreceiver/internal/metadata"
 )
 
@@ -40,9 +41,12 @@ type processContextReceiver struct {
 
 	tracker *tracker.Tracker
 	release func(context.Context) error
-	sub     *tracker.Subscription
-	events  *eventWriter
-	filter  executableFilter
+	// stopStatus ends the reports of the tracker's health as the
+	// receiver's status.
+	stopStatus func()
+	sub        *tracker.Subscription
+	events     *eventWriter
+	filter     executableFilter
 	// reported holds the live entities stated so far, with when.
 	reported map[tracker.Key]*reportedEntity
 
@@ -91,8 +95,9 @@ func newReceiver(set receiver.Settings, cfg *Config, next consumer.Logs) (*proce
 }
 
 // Start finds the tracker of the process_context extension, or opens the
-// host's procfs and starts a tracker of its own, which scans at once and
-// every collection interval; the events come from its changes.
+// host's procfs and starts a tracker of its own, which scans every
+// collection interval; the events come from its changes, and its health is
+// the receiver's status.
 func (r *processContextReceiver) Start(ctx context.Context, host component.Host) error {
 	tr, release, err := r.openTracker(host)
 	if err != nil {
@@ -104,6 +109,7 @@ func (r *processContextReceiver) Start(ctx context.Context, host component.Host)
 		return fmt.Errorf("subscribe to the process tracker: %w", err)
 	}
 	r.tracker, r.release, r.sub = tr, release, sub
+	r.stopStatus = trackerstatus.Watch(host, tr)
 	loopCtx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
 	r.done = make(chan struct{})
@@ -227,6 +233,7 @@ func (r *processContextReceiver) Shutdown(ctx context.Context) error {
 	case <-ctx.Done():
 		errs = append(errs, ctx.Err())
 	}
+	r.stopStatus()
 	r.sub.Close()
 	r.telemetry.Shutdown()
 	if err := r.release(ctx); err != nil {

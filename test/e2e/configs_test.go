@@ -26,7 +26,7 @@ func TestShippedConfigsValidate(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			cmd := exec.Command(collectorBinary(t), "validate", "--config", path, "--feature-gates=service.profilesSupport")
-			cmd.Env = append(os.Environ(), "OTLP_ENDPOINT=127.0.0.1:4317", "NODE_IP=127.0.0.1")
+			cmd.Env = append(os.Environ(), "OTLP_ENDPOINT=127.0.0.1:4317", "NODE_IP=127.0.0.1", "POD_IP=127.0.0.1")
 			out, err := cmd.CombinedOutput()
 			require.NoError(t, err, "%s", out)
 		})

@@ -34,6 +34,8 @@ type Host struct {
 	vias    map[int][]reader.Via
 	release chan struct{}
 	entries []procfs.PidEntry
+	listErr error
+	access  error
 }
 
 // Proc is one fake process. Change it through Host.Set once the host is in
@@ -197,6 +199,9 @@ func (h *Host) ListPids() ([]procfs.PidEntry, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.calls["list"]++
+	if h.listErr != nil {
+		return nil, h.listErr
+	}
 	h.entries = h.entries[:0]
 	for pid, p := range h.procs {
 		h.entries = append(h.entries, procfs.PidEntry{Pid: pid, Ino: p.Ino})
@@ -262,6 +267,27 @@ func (h *Host) Executable(pid int) string {
 		return p.Exe
 	}
 	return "?"
+}
+
+// SetListError makes ListPids fail with err; nil: list again.
+func (h *Host) SetListError(err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.listErr = err
+}
+
+// SetAccess sets what Access reports.
+func (h *Host) SetAccess(err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.access = err
+}
+
+// Access implements tracker.Host.
+func (h *Host) Access() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.access
 }
 
 // ExplainDenied implements tracker.Host.

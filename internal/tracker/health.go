@@ -1,0 +1,94 @@
+package tracker
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"go.uber.org/zap"
+)
+
+// Errors of Tracker.Health, for components' status.
+var (
+	// ErrCannotList is a procfs that cannot be listed: no scan happens.
+	ErrCannotList = errors.New("cannot list the host's processes")
+	// ErrCannotRead is processes that the collector's privileges keep it
+	// from reading (it wraps procfs.ErrPermissionDenied too).
+	ErrCannotRead = errors.New("cannot read some processes")
+)
+
+// health is what keeps the tracker from doing its job, if anything: the
+// loop sets it, components read it for their status.
+type health struct {
+	mu      sync.Mutex
+	listErr error // the last listing's
+	readErr error // the last finished scan's
+	changed chan struct{}
+}
+
+// Health returns the tracker's problem, nil when it can do its job, and a
+// channel closed when that changes. The problem wraps ErrCannotList when
+// the procfs cannot be listed, ErrCannotRead when the last scan met
+// processes that the collector's privileges keep it from reading.
+func (t *Tracker) Health() (<-chan struct{}, error) {
+	h := &t.health
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.changed == nil {
+		h.changed = make(chan struct{})
+	}
+	if h.listErr != nil {
+		return h.changed, h.listErr
+	}
+	return h.changed, h.readErr
+}
+
+// setListed records the outcome of a listing of the procfs, logging only
+// the transitions (a broken mount fails every scan).
+func (t *Tracker) setListed(err error) {
+	if err != nil {
+		err = fmt.Errorf("%w: %w", ErrCannotList, err)
+	}
+	if t.health.set(&t.health.listErr, err) {
+		if err != nil {
+			t.log.Error("Cannot list the host's processes: no scan until it can", zap.Error(err))
+		} else {
+			t.log.Info("The host's processes can be listed again")
+		}
+	}
+}
+
+// setScanned records whether the scan that finished met processes denied
+// for lack of the collector's own privileges.
+func (t *Tracker) setScanned(denied int) {
+	var err error
+	if denied > 0 {
+		if access := t.host.Access(); access != nil {
+			err = fmt.Errorf("%w: %w", ErrCannotRead, access)
+		}
+	}
+	t.health.set(&t.health.readErr, err)
+}
+
+// set sets *field and reports whether its message changed; waiters of
+// Health are woken then.
+func (h *health) set(field *error, err error) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if errorText(*field) == errorText(err) {
+		return false
+	}
+	*field = err
+	if h.changed != nil {
+		close(h.changed)
+	}
+	h.changed = make(chan struct{})
+	return true
+}
+
+func errorText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
