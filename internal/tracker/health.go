@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"go.uber.org/zap"
 )
@@ -24,6 +25,10 @@ type health struct {
 	listErr error // the last listing's
 	readErr error // the last finished scan's
 	changed chan struct{}
+
+	// access is what Host.Access said at accessAt; the loop's only.
+	access   error
+	accessAt time.Time
 }
 
 // Health returns the tracker's problem, nil when it can do its job, and a
@@ -63,8 +68,13 @@ func (t *Tracker) setListed(err error) {
 func (t *Tracker) setScanned(denied int) {
 	var err error
 	if denied > 0 {
-		if access := t.host.Access(); access != nil {
-			err = fmt.Errorf("%w: %w", ErrCannotRead, access)
+		// The collector's privileges do not change while it runs (Yama
+		// may): looked at again once per report interval.
+		if now := t.now(); t.health.accessAt.IsZero() || now.Sub(t.health.accessAt) >= t.cfg.ReportInterval {
+			t.health.access, t.health.accessAt = t.host.Access(), now
+		}
+		if t.health.access != nil {
+			err = fmt.Errorf("%w: %w", ErrCannotRead, t.health.access)
 		}
 	}
 	t.health.set(&t.health.readErr, err)
