@@ -10,6 +10,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
+
+	"github.com/processctx/otelcol-processctx/internal/pubtest"
 )
 
 func dirent(ino uint64, name string) []byte {
@@ -75,19 +77,9 @@ func inoOf(t *testing.T, fs *FS, l *PidLister, pid int) uint64 {
 
 // A procfs unmounted under a running reader is an error, not an empty host.
 func TestPidListerUnmountedProcfs(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to mount a procfs")
-	}
-	root := t.TempDir()
+	pubtest.RequireRoot(t)
+	root := pubtest.MountProc(t, 0)
 	proc := filepath.Join(root, "proc")
-	require.NoError(t, os.Mkdir(proc, 0o755))
-	require.NoError(t, unix.Mount("/proc", proc, "", unix.MS_BIND, ""))
-	mounted := true
-	t.Cleanup(func() {
-		if mounted {
-			_ = unix.Unmount(proc, unix.MNT_DETACH)
-		}
-	})
 	fs, err := NewFS(root)
 	require.NoError(t, err)
 	var l PidLister
@@ -95,13 +87,11 @@ func TestPidListerUnmountedProcfs(t *testing.T) {
 	require.NoError(t, err)
 
 	require.NoError(t, unix.Unmount(proc, unix.MNT_DETACH))
-	mounted = false
 	_, err = l.List(fs)
 	require.ErrorIs(t, err, ErrNoProcfs)
 	assert.ErrorContains(t, err, "no longer a procfs")
 
 	require.NoError(t, unix.Mount("/proc", proc, "", unix.MS_BIND, ""))
-	mounted = true
 	entries, err := l.List(fs)
 	require.NoError(t, err)
 	assert.NotEmpty(t, entries)

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -13,6 +12,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
+
+	"github.com/processctx/otelcol-processctx/internal/pubtest"
 )
 
 // statusConfig runs the extension, the receiver and the processor on
@@ -119,30 +120,18 @@ func waitStatuses(t *testing.T, col *collector, port int, status, errPart string
 // error while the procfs is gone or the collector lacks the privileges to
 // read other users' processes, OK again once the procfs is back.
 func TestStatusInTheHealthCheck(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to mount a procfs and switch users")
-	}
+	pubtest.RequireRoot(t) // mounts, another user
 	t.Run("procfs unmounted and mounted again", func(t *testing.T) {
-		root := t.TempDir()
+		root := pubtest.MountProc(t, 0)
 		proc := filepath.Join(root, "proc")
-		require.NoError(t, os.Mkdir(proc, 0o755))
-		require.NoError(t, unix.Mount("/proc", proc, "", unix.MS_BIND, ""))
-		mounted := true
-		t.Cleanup(func() {
-			if mounted {
-				_ = unix.Unmount(proc, unix.MNT_DETACH)
-			}
-		})
 		port := freePort(t)
 		col := startCollector(t, statusConfig(root, port, freePort(t)))
 		waitStatuses(t, col, port, "StatusOK", "")
 
 		require.NoError(t, unix.Unmount(proc, unix.MNT_DETACH))
-		mounted = false
 		waitStatuses(t, col, port, "StatusRecoverableError", "no longer a procfs")
 
 		require.NoError(t, unix.Mount("/proc", proc, "", unix.MS_BIND, ""))
-		mounted = true
 		waitStatuses(t, col, port, "StatusOK", "")
 		col.stop(t)
 	})
