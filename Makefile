@@ -83,6 +83,7 @@ $(MDATAGEN): tools/build-mdatagen.sh $(shell find tools/mdatagen-src -type f)
 	tools/build-mdatagen.sh $(MDATAGEN)
 
 generate: $(MDATAGEN)
+	tools/generate-bpf.sh
 	@for f in $(METADATA); do \
 		echo "mdatagen $$f"; \
 		(cd $$(dirname $$f) && $(CURDIR)/$(MDATAGEN) metadata.yaml) || exit 1; \

@@ -39,6 +39,8 @@ func TestLoadConfig(t *testing.T) {
 				RescanMaxInterval: 30 * time.Minute,
 				RescanBudget:      64,
 				ReadTimeout:       500 * time.Millisecond,
+				Discovery:         tracker.DiscoveryPoll,
+				ReconcileInterval: 30 * time.Minute,
 			},
 			RootPath:        "/hostfs",
 			MaxPayloadSize:  32768,
@@ -48,6 +50,7 @@ func TestLoadConfig(t *testing.T) {
 		}},
 		{name: "invalid", wantErr: []string{
 			`root_path must be an absolute path, got "hostfs"`,
+			`discovery must be "auto", "events" or "poll", got "ebpf"`,
 			`"collection_interval": requires positive value`,
 			"grace_period must not be negative, got -1s",
 			"recheck_interval must be positive, got 0s",

@@ -149,6 +149,10 @@ func parseMapsLine(line []byte) (Mapping, bool) {
 }
 
 // contextName matches a maps path field exactly against the context names.
+// ContextName reports whether path, the name of a mapping (as a maps line
+// or PROCMAP_QUERY gives it), names a context mapping, and which.
+func ContextName(path []byte) (string, bool) { return contextName(path) }
+
 func contextName(path []byte) (string, bool) {
 	switch string(path) { // no allocation: the compiler compares in place
 	case MappingMemfd, MappingMemfd + deletedSuffix:

@@ -1,9 +1,7 @@
 package reader
 
 import (
-	"errors"
 	"fmt"
-	"os"
 	"sync"
 	"sync/atomic"
 
@@ -28,22 +26,31 @@ const (
 type Reader struct {
 	fs    *procfs.FS
 	otep  *otep.Reader
-	maps  sync.Pool // *[]byte scratch for maps files
+	maps  sync.Pool // *mapsScratch: finding a mapping costs no allocation
 	mems  sync.Pool // *memory: a read costs no allocation
 	stats readStats
 	// vmReadvUnavailable: process_vm_readv returned ENOSYS once; use the
 	// mem file from then on.
 	vmReadvUnavailable atomic.Bool
+	// procmapUnavailable: PROCMAP_QUERY was refused once; read maps text
+	// to the end from then on.
+	procmapUnavailable atomic.Bool
+	// anonNaming: the kernel names anonymous VMAs, which PROCMAP_QUERY's
+	// file-backed filter would skip: read maps text to the end.
+	anonNaming bool
+	textBudget int // maps text read before PROCMAP_QUERY takes over
+	maxQueries int // PROCMAP_QUERY calls one walk may make
 }
 
 type readStats struct {
-	mapsFiles, mapsBytes, memoryReads, memoryBytes atomic.Uint64
+	mapsFiles, mapsBytes, mapsQueries, memoryReads, memoryBytes atomic.Uint64
 }
 
 // Stats counts what a Reader has read since it was created.
 type Stats struct {
 	MapsFiles   uint64 // maps files opened
 	MapsBytes   uint64 // bytes read from maps files
+	MapsQueries uint64 // PROCMAP_QUERY ioctls on maps files
 	MemoryReads uint64 // reads of other processes' memory
 	MemoryBytes uint64 // bytes requested from other processes' memory
 }
@@ -53,6 +60,7 @@ func (r *Reader) Stats() Stats {
 	return Stats{
 		MapsFiles:   r.stats.mapsFiles.Load(),
 		MapsBytes:   r.stats.mapsBytes.Load(),
+		MapsQueries: r.stats.mapsQueries.Load(),
 		MemoryReads: r.stats.memoryReads.Load(),
 		MemoryBytes: r.stats.memoryBytes.Load(),
 	}
@@ -64,7 +72,13 @@ func New(fs *procfs.FS, limits otep.Limits) (*Reader, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Reader{fs: fs, otep: or}, nil
+	return &Reader{
+		fs:         fs,
+		otep:       or,
+		anonNaming: probeAnonNaming(),
+		textBudget: defaultTextBudget,
+		maxQueries: maxQueries(fs),
+	}, nil
 }
 
 // FS returns the procfs the reader reads.
@@ -81,28 +95,6 @@ func (r *Reader) Read(pid int) (otep.Context, otep.Mapping, error) {
 	}
 	ctx, _, err := r.ReadContext(pid, m.Start, 0, ViaAuto)
 	return ctx, m, err
-}
-
-// FindMapping streams <root>/proc/<pid>/maps and returns the first context
-// mapping (see otep.FindMapping).
-func (r *Reader) FindMapping(pid int) (otep.Mapping, error) {
-	f, err := os.Open(r.fs.Path(pid, "maps"))
-	if err != nil {
-		return otep.Mapping{}, procfs.WrapOS("open maps", pid, err)
-	}
-	defer f.Close()
-	buf := r.mapsBuffer()
-	defer r.maps.Put(buf)
-	m, read, err := otep.FindMapping(f, *buf)
-	r.stats.mapsFiles.Add(1)
-	r.stats.mapsBytes.Add(uint64(read))
-	switch {
-	case errors.Is(err, otep.ErrNoContext):
-		return otep.Mapping{}, fmt.Errorf("pid %d: %w", pid, err)
-	case err != nil:
-		return otep.Mapping{}, procfs.WrapOS("read maps", pid, err)
-	}
-	return m, nil
 }
 
 // ReadContext reads the context whose header is at addr (a mapping's start,
@@ -124,12 +116,4 @@ func (r *Reader) ReadContext(pid int, addr, lastPublishedAt uint64, via Via) (ct
 		return otep.Context{}, false, fmt.Errorf("context of pid %d: %w", pid, err)
 	}
 	return ctx, changed, nil
-}
-
-func (r *Reader) mapsBuffer() *[]byte {
-	if b, ok := r.maps.Get().(*[]byte); ok {
-		return b
-	}
-	b := make([]byte, otep.MapsBufferSize)
-	return &b
 }

@@ -240,7 +240,7 @@ func TestUnchangedCostsOneTimestampRead(t *testing.T) {
 		require.False(t, changed)
 	}
 	after := r.Stats()
-	assert.Equal(t, Stats{MapsFiles: before.MapsFiles, MapsBytes: before.MapsBytes,
+	assert.Equal(t, Stats{MapsFiles: before.MapsFiles, MapsBytes: before.MapsBytes, MapsQueries: before.MapsQueries,
 		MemoryReads: before.MemoryReads + 100, MemoryBytes: before.MemoryBytes + 8*100}, after)
 
 	// A changed context costs header + payload + timestamp: three reads.

@@ -45,6 +45,15 @@ type Config struct {
 	// read again; it doubles with every stalled read, up to 20 times as
 	// long.
 	QuarantineBackoff time.Duration
+	// Discovery says which event sources Open starts: DiscoveryAuto (those
+	// the privileges and the kernel allow), DiscoveryEvents (all, or fail)
+	// or DiscoveryPoll (none).
+	Discovery Discovery
+	// ReconcileInterval is how often, while process and publication events
+	// both come, a scan reads every publisher's timestamp and a process
+	// without a context has its maps read again: a slow repair of what
+	// events could have missed.
+	ReconcileInterval time.Duration
 	// MaxStalled bounds the reader goroutines left blocked by processes
 	// that never answer. Once reached, no reader is replaced, and every
 	// memory read goes through /proc/<pid>/mem, which fails at once where
@@ -66,8 +75,24 @@ func DefaultConfig() Config {
 		Readers:           2,
 		QuarantineBackoff: 30 * time.Second,
 		MaxStalled:        32,
+		Discovery:         DiscoveryAuto,
+		ReconcileInterval: time.Hour,
 	}
 }
+
+// Discovery is how a tracker learns of processes and publications.
+type Discovery string
+
+// Discovery modes.
+const (
+	// DiscoveryAuto: the event sources the privileges and the kernel
+	// allow, polling for the rest.
+	DiscoveryAuto Discovery = "auto"
+	// DiscoveryEvents: every event source; Open fails without one.
+	DiscoveryEvents Discovery = "events"
+	// DiscoveryPoll: scans only.
+	DiscoveryPoll Discovery = "poll"
+)
 
 // Validate reports every setting that is not usable.
 func (c Config) Validate() error {
@@ -83,6 +108,12 @@ func (c Config) Validate() error {
 	positive("read timeout", c.ReadTimeout)
 	positive("report interval", c.ReportInterval)
 	positive("quarantine backoff", c.QuarantineBackoff)
+	positive("reconcile interval", c.ReconcileInterval)
+	switch c.Discovery {
+	case DiscoveryAuto, DiscoveryEvents, DiscoveryPoll, "":
+	default:
+		errs = append(errs, fmt.Errorf("discovery must be %q, %q or %q, got %q", DiscoveryAuto, DiscoveryEvents, DiscoveryPoll, c.Discovery))
+	}
 	if c.InitialDelay < 0 {
 		errs = append(errs, fmt.Errorf("initial delay must not be negative, got %s", c.InitialDelay))
 	}

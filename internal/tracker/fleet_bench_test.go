@@ -217,8 +217,11 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
+// statser counts a reader's reads (reader.Reader, the naive scanner).
+type statser interface{ Stats() reader.Stats }
+
 // measure runs one scan through fn and adds its costs.
-func (m *meter) measure(r *reader.Reader, fn func()) {
+func (m *meter) measure(r statser, fn func()) {
 	cpu0 := cpuTime()
 	rchar0, ioRead := m.readChar()
 	stats0 := r.Stats()

@@ -39,6 +39,10 @@ type request struct {
 	last  uint64 // opRefresh: the timestamp of the context held
 	via   reader.Via
 	why   bool // opDescribe: explain a permission denial too
+	// serial is the incarnation of the pid the request is for (proc.serial).
+	serial uint32
+	event  bool // caused by an event (retried when it finds nothing yet)
+	young  bool // a young process's scheduled read
 
 	res result
 }

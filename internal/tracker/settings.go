@@ -26,6 +26,14 @@ type ScanSettings struct {
 	// ReadTimeout is the deadline of the reads of one process: a process
 	// whose reads do not return in time is quarantined.
 	ReadTimeout time.Duration `mapstructure:"read_timeout"`
+	// Discovery is how the tracker learns of processes and publications:
+	// "auto" (the kernel's events where the privileges allow, polling for
+	// the rest), "events" (fail without them) or "poll".
+	Discovery Discovery `mapstructure:"discovery"`
+	// ReconcileInterval is how often, with events, scans read again what
+	// the events tell (publishers' timestamps, maps of processes without a
+	// context): a repair of anything they missed.
+	ReconcileInterval time.Duration `mapstructure:"reconcile_interval"`
 }
 
 // DefaultScanSettings returns the defaults of DefaultConfig. Unlike a
@@ -43,6 +51,8 @@ func DefaultScanSettings() ScanSettings {
 		RescanMaxInterval: d.RescanMaxInterval,
 		RescanBudget:      d.RescanBudget,
 		ReadTimeout:       d.ReadTimeout,
+		Discovery:         d.Discovery,
+		ReconcileInterval: d.ReconcileInterval,
 	}
 }
 
@@ -62,6 +72,14 @@ func (s ScanSettings) Validate() error {
 	if s.ReadTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("read_timeout must be positive, got %s", s.ReadTimeout))
 	}
+	switch s.Discovery {
+	case DiscoveryAuto, DiscoveryEvents, DiscoveryPoll:
+	default:
+		errs = append(errs, fmt.Errorf("discovery must be %q, %q or %q, got %q", DiscoveryAuto, DiscoveryEvents, DiscoveryPoll, s.Discovery))
+	}
+	if s.ReconcileInterval <= 0 {
+		errs = append(errs, fmt.Errorf("reconcile_interval must be positive, got %s", s.ReconcileInterval))
+	}
 	return errors.Join(errs...)
 }
 
@@ -74,4 +92,6 @@ func (s ScanSettings) Apply(cfg *Config) {
 	cfg.RescanMaxInterval = s.RescanMaxInterval
 	cfg.RescanBudget = s.RescanBudget
 	cfg.ReadTimeout = s.ReadTimeout
+	cfg.Discovery = s.Discovery
+	cfg.ReconcileInterval = s.ReconcileInterval
 }

@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/processctx/otelcol-processctx/internal/otep"
 	"github.com/processctx/otelcol-processctx/internal/reader"
 )
 
@@ -52,8 +53,32 @@ type proc struct {
 	// read again until that read returns.
 	stuck, stuckMemFile bool
 	memFile             bool // read memory through the mem file (it stalled once)
-	q                   *quarantine
-	pub                 *Process // the live publication, nil when none
+	// forked: known from a fork event, not read: it has no context
+	// (MADV_DONTFORK) until it execs.
+	forked bool
+	// again: an event came while a read was in progress: read again.
+	again   bool
+	young   uint8  // young reads done (youngDelays)
+	retries uint8  // reads after a publication event that found nothing yet
+	serial  uint32 // the tracker's name for this incarnation of the pid
+	// lastEvent is the clock of the last read an event caused.
+	lastEvent int64
+	q         *quarantine
+	pub       *Process // the live publication, nil when none
+}
+
+// newProc returns the record of a pid not known before.
+func (t *Tracker) newProc() *proc {
+	t.serials++
+	return &proc{gen: t.gen, serial: t.serials}
+}
+
+// renew makes p a new incarnation of its process (it exec'd): reads in
+// progress for the old one are ignored when they return.
+func (p *proc) renew(t *Tracker) {
+	t.serials++
+	*p = proc{start: p.start, ino: p.ino, gen: p.gen, stuck: p.stuck, stuckMemFile: p.stuckMemFile,
+		memFile: p.memFile, q: p.q, lastEvent: p.lastEvent, serial: t.serials}
 }
 
 type quarantine struct {
@@ -106,6 +131,30 @@ type Tracker struct {
 	subsMu sync.Mutex
 	subs   []*Subscription
 	health health // set by the loop, read by components
+
+	// Events (events.go). Owned by the loop unless atomic.
+	sources        []EventSource
+	filter         PublicationFilter // the source that reports unmaps, if any
+	live           Sources           // the classes of events sources deliver
+	liveNow        atomic.Uint32     // live, for other goroutines
+	events         chan Event
+	lostWake       chan struct{}
+	lostBits       atomic.Uint32 // Sources whose events were dropped
+	eventsIn       atomic.Uint64
+	eventsLost     atomic.Uint64
+	stoppedSources chan sourceStopped
+	sourcesWG      sync.WaitGroup
+	dues           dueHeap
+	droppedDues    int
+	serials        uint32
+	// fullScan: the next scan reads every publisher's timestamp even when
+	// events would say what changed (events were dropped).
+	fullScan bool
+	// lastFull is the clock of the last scan that read every publisher.
+	lastFull int64
+	// pubLostAt is the clock when publication events were last dropped:
+	// processes checked before then are due for a read.
+	pubLostAt int64
 
 	ready  chan struct{} // closed when the first scan finished
 	probes chan *probeWait
@@ -162,14 +211,18 @@ func New(host Host, cfg Config, logger *zap.Logger, opts ...Option) (*Tracker, e
 		probes:  make(chan *probeWait, 64),
 		hints:   make(chan int, 256),
 		soon:    make(chan chan struct{}, 1),
-		control: make(chan func()),
-		stop:    make(chan struct{}),
-		done:    make(chan struct{}),
-		ready:   make(chan struct{}),
+		events:  make(chan Event, eventQueueSize),
+		// lostWake wakes the loop when events were dropped.
+		lostWake: make(chan struct{}, 1),
+		control:  make(chan func()),
+		stop:     make(chan struct{}),
+		done:     make(chan struct{}),
+		ready:    make(chan struct{}),
 	}
 	for _, o := range opts {
 		o(t)
 	}
+	t.stoppedSources = make(chan sourceStopped, len(t.sources))
 	t.publishSnapshot()
 	return t, nil
 }
@@ -197,6 +250,7 @@ func (t *Tracker) Start() {
 	t.epoch = t.now()
 	t.pool = newPool(t.host, t.cfg, t.now)
 	t.pool.start(t.cfg.Readers)
+	t.runSources()
 	go t.run()
 }
 
@@ -212,6 +266,13 @@ func (t *Tracker) Stop(ctx context.Context) error {
 	case <-t.done:
 	case <-ctx.Done():
 		return ctx.Err()
+	}
+	closed := make(chan struct{})
+	go func() { t.closeSources(); close(closed) }()
+	select {
+	case <-closed:
+	case <-ctx.Done():
+		return fmt.Errorf("stop event sources: %w", ctx.Err())
 	}
 	// Readers not blocked in a read exit right away.
 	quick, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
@@ -453,6 +514,12 @@ func (t *Tracker) run() {
 	supervise.Stop()
 	defer supervise.Stop()
 	var superviseC <-chan time.Time
+	// dueTimer fires when the earliest scheduled read falls due.
+	dueTimer := time.NewTimer(time.Hour)
+	dueTimer.Stop()
+	defer dueTimer.Stop()
+	var dueC <-chan time.Time
+	var dueArmedAt int64 // the clock dueTimer is armed for
 	for {
 		if t.cfg.ScanTimeout > 0 && t.scan != nil && t.scan.gen != deadlineFor {
 			deadlineFor = t.scan.gen
@@ -500,6 +567,26 @@ func (t *Tracker) run() {
 			for _, j := range t.pool.expire() {
 				t.applyJob(j)
 			}
+		case ev := <-t.events:
+			t.handle(ev)
+			// Take what else is queued at once: a burst costs one
+			// snapshot, not one per event.
+		burst:
+			for range eventQueueSize {
+				select {
+				case ev = <-t.events:
+					t.handle(ev)
+				default:
+					break burst
+				}
+			}
+		case <-t.lostWake:
+			t.onLost()
+		case st := <-t.stoppedSources:
+			t.onSourceStopped(st)
+		case <-dueC:
+			dueC = nil
+			t.runDue()
 		case <-scanDeadlineC:
 			scanDeadlineC = nil
 			if t.scan != nil && t.scan.gen == deadlineFor {
@@ -507,6 +594,13 @@ func (t *Tracker) run() {
 					zap.Duration("timeout", t.cfg.ScanTimeout), zap.Int("jobs_out", t.scan.pending))
 				t.finishScan()
 			}
+		}
+		if at, ok := t.nextDue(); ok && (dueC == nil || at < dueArmedAt) {
+			// With a fake clock (tests) the timer fires after the fake
+			// delay and finds nothing due until the clock moves.
+			dueTimer.Stop()
+			dueTimer.Reset(max(time.Duration(at-t.clock()), time.Millisecond))
+			dueC, dueArmedAt = dueTimer.C, at
 		}
 		switch {
 		case t.outstanding > 0 && superviseC == nil:
@@ -529,7 +623,13 @@ func pop(q []*job) []*job {
 }
 
 // startScan lists the host's pids and queues the reads of the scan.
+//
+// While process and publication events both come, a scan only finds what
+// they could not tell (processes that started or ended unannounced) and
+// reads the publishers' timestamps once per Config.ReconcileInterval, or
+// at once after events were dropped.
 func (t *Tracker) startScan() {
+	t.runDue()
 	entries, err := t.host.ListPids()
 	t.setListed(err)
 	if err != nil {
@@ -541,12 +641,18 @@ func (t *Tracker) startScan() {
 	s.stats.Processes = len(entries)
 	t.scan = s
 	now := t.clock()
+	full := t.fullScan || t.live != ProcessEvents|PublicationEvents || t.lastFull == 0 ||
+		now-t.lastFull >= int64(t.cfg.ReconcileInterval)
+	if full {
+		t.fullScan, t.lastFull = false, now
+	}
 	var b batcher
 	for _, ent := range entries {
 		pid := ent.Pid
 		p := t.procs[pid]
 		if p == nil {
-			p = &proc{ino: ent.Ino, gen: s.gen}
+			p = t.newProc()
+			p.ino = ent.Ino
 			t.procs[pid] = p
 			b.add(t, p, request{pid: pid, op: opDiscover})
 			continue
@@ -555,7 +661,10 @@ func (t *Tracker) startScan() {
 		switch {
 		case p.inflight, p.stuck && p.stuckMemFile:
 		case p.q != nil && now < p.q.until:
-		case p.ino != ent.Ino || ent.Ino == 0 || p.start == 0:
+		case p.forked && p.ino == 0:
+			// Known from its fork event: nothing to read.
+			p.ino = ent.Ino
+		case p.ino != ent.Ino || ent.Ino == 0 || (p.start == 0 && !p.forked):
 			// A new /proc entry: a new process, or only a new inode for
 			// the same one (procfs may drop and re-create it). The start
 			// time tells. (No start time yet: its first read was
@@ -563,7 +672,9 @@ func (t *Tracker) startScan() {
 			p.ino = ent.Ino
 			b.add(t, p, request{pid: pid, op: opDiscover, via: p.via()})
 		case p.pub != nil:
-			b.add(t, p, request{pid: pid, op: opRefresh, start: p.start, addr: p.pub.Addr, last: p.pub.Context.PublishedAt, via: p.via()})
+			if full {
+				b.add(t, p, request{pid: pid, op: opRefresh, start: p.start, addr: p.pub.Addr, last: p.pub.Context.PublishedAt, via: p.via()})
+			}
 		case p.status != OutcomeGone && now-p.checked >= int64(t.rescanDelay(p)):
 			s.candidates = append(s.candidates, pid)
 		}
@@ -574,7 +685,11 @@ func (t *Tracker) startScan() {
 	})
 	for _, pid := range s.candidates[:min(len(s.candidates), t.cfg.RescanBudget)] {
 		p := t.procs[pid]
-		b.add(t, p, request{pid: pid, op: opLocate, start: p.start, via: p.via()})
+		op := opLocate
+		if p.start == 0 {
+			op = opDiscover // known from its fork event only
+		}
+		b.add(t, p, request{pid: pid, op: op, start: p.start, via: p.via()})
 	}
 	s.candidates = nil
 	b.flush(t)
@@ -598,6 +713,7 @@ type batcher struct{ cur *job }
 
 func (b *batcher) add(t *Tracker, p *proc, r request) {
 	p.inflight = true
+	r.serial = p.serial
 	if b.cur == nil {
 		b.cur = t.newJob()
 		b.cur.scan = t.scan.gen
@@ -630,6 +746,12 @@ func (p *proc) via() reader.Via {
 // RescanMaxInterval. SDKs publish soon after start; a process that did not
 // for an hour is unlikely to in the next minute.
 func (t *Tracker) rescanDelay(p *proc) time.Duration {
+	if t.live&PublicationEvents != 0 {
+		if p.checked <= t.pubLostAt {
+			return 0 // publication events were dropped since it was read
+		}
+		return t.cfg.ReconcileInterval
+	}
 	d := t.cfg.RescanInterval
 	for i := rescanFastChecks; i <= int(p.rechecks); i++ {
 		if d >= t.cfg.RescanMaxInterval/2 {
@@ -720,8 +842,8 @@ func (t *Tracker) apply(r *request, scanGen uint32) {
 	}
 	defer t.resolved(r.pid)
 	p := t.procs[r.pid]
-	if p == nil {
-		return
+	if p == nil || p.serial != r.serial {
+		return // it exited or exec'd meanwhile: the read is of the past
 	}
 	p.inflight = false
 	o := r.outcome()
@@ -732,11 +854,12 @@ func (t *Tracker) apply(r *request, scanGen uint32) {
 		t.forget(r.pid, p)
 		return
 	}
+	defer t.afterRead(r.pid, p, r, o)
 	if r.op == opDiscover && p.start != r.res.start {
 		if p.start != 0 {
 			// The pid was reused.
 			t.endPublication(r.pid, p, Exited)
-			*p = proc{ino: p.ino, gen: p.gen, inflight: p.inflight}
+			*p = proc{ino: p.ino, gen: p.gen, inflight: p.inflight, serial: p.serial}
 		}
 		p.start = r.res.start
 		if old := t.pubs[r.pid]; old != nil && old.StartTicks != p.start {
@@ -814,6 +937,11 @@ func (t *Tracker) publish(pid int, p *proc, res result) {
 		Context:  res.ctx,
 		Addr:     res.addr,
 	}).withViews(t.views)
+	if t.filter != nil && (p.pub == nil || p.pub.Addr != res.addr) {
+		if err := t.filter.Track(pid, res.addr, otep.HeaderSize); err != nil {
+			t.log.Debug("The event source cannot watch this publication's unmapping", zap.Int("pid", pid), zap.Error(err))
+		}
+	}
 	p.pub = pub
 	p.status = OutcomeOK
 	t.pubs[pid] = pub
@@ -831,6 +959,9 @@ func (t *Tracker) endPublication(pid int, p *proc, kind ChangeKind) {
 	ended := *p.pub
 	ended.EndedAt = t.now()
 	p.pub = nil
+	if t.filter != nil {
+		_ = t.filter.Untrack(pid) // gone already when the process exited
+	}
 	t.changes = append(t.changes, Change{Kind: kind, Process: &ended})
 	t.dirty = true
 	if t.cfg.Retention <= 0 {
@@ -868,7 +999,10 @@ func (t *Tracker) stalled(r *request, scanGen uint32) {
 	if p == nil {
 		return
 	}
-	p.inflight = false
+	if p.serial == r.serial {
+		p.inflight = false
+	}
+	// The pid stalls reads, whichever image it runs now.
 	p.stuckMemFile = p.stuckMemFile || r.via == reader.ViaMemFile || t.pool.memFileOnly.Load()
 	p.stuck = true
 	p.memFile = true
@@ -904,7 +1038,7 @@ func (t *Tracker) skipped(r *request) {
 		t.reports.described(r)
 		return
 	}
-	if p := t.procs[r.pid]; p != nil {
+	if p := t.procs[r.pid]; p != nil && p.serial == r.serial {
 		p.inflight = false
 	}
 	t.resolved(r.pid)
@@ -920,10 +1054,10 @@ func (t *Tracker) probe(w *probeWait) {
 		p := t.procs[pid]
 		switch {
 		case p == nil:
-			p = &proc{gen: t.gen}
+			p = t.newProc()
 			t.procs[pid] = p
 			p.inflight = true
-			reqs = append(reqs, request{pid: pid, op: opDiscover})
+			reqs = append(reqs, request{pid: pid, op: opDiscover, serial: p.serial})
 		case !p.inflight:
 			continue // known meanwhile
 		}
@@ -972,17 +1106,18 @@ func (t *Tracker) hint(pid int) {
 	now := t.clock()
 	switch {
 	case p == nil:
-		p = &proc{gen: t.gen, inflight: true}
+		p = t.newProc()
+		p.inflight = true
 		t.procs[pid] = p
-		t.enqueue(&job{reqs: []request{{pid: pid, op: opDiscover}}})
+		t.enqueue(&job{reqs: []request{{pid: pid, op: opDiscover, serial: p.serial}}})
 	case p.inflight, p.pub != nil, p.stuck && p.stuckMemFile, p.status == OutcomeGone:
 	case p.q != nil && now < p.q.until:
 	case p.start == 0:
 		p.inflight = true
-		t.enqueue(&job{reqs: []request{{pid: pid, op: opDiscover, via: p.via()}}})
+		t.enqueue(&job{reqs: []request{{pid: pid, op: opDiscover, via: p.via(), serial: p.serial}}})
 	case now-p.checked >= int64(t.cfg.HintInterval):
 		p.inflight = true
-		t.enqueue(&job{reqs: []request{{pid: pid, op: opLocate, start: p.start, via: p.via()}}})
+		t.enqueue(&job{reqs: []request{{pid: pid, op: opLocate, start: p.start, via: p.via(), serial: p.serial}}})
 	}
 }
 

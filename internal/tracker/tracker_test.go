@@ -37,11 +37,11 @@ func testConfig() tracker.Config {
 	return cfg
 }
 
-func newHarness(t *testing.T, cfg tracker.Config, host *trackertest.Host) *harness {
+func newHarness(t *testing.T, cfg tracker.Config, host *trackertest.Host, opts ...tracker.Option) *harness {
 	t.Helper()
 	core, logs := observer.New(zap.DebugLevel)
 	clock := trackertest.NewClock()
-	tr, err := tracker.New(host, cfg, zap.New(core), tracker.WithClock(clock.Now))
+	tr, err := tracker.New(host, cfg, zap.New(core), append([]tracker.Option{tracker.WithClock(clock.Now)}, opts...)...)
 	require.NoError(t, err)
 	tr.Start()
 	t.Cleanup(func() {

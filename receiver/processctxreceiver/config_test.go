@@ -49,6 +49,8 @@ func TestLoadConfig(t *testing.T) {
 					RescanMaxInterval: 30 * time.Minute,
 					RescanBudget:      64,
 					ReadTimeout:       500 * time.Millisecond,
+					Discovery:         tracker.DiscoveryEvents,
+					ReconcileInterval: 2 * time.Hour,
 				},
 				ReportInterval:    10 * time.Minute,
 				EntityEventFormat: FormatSpec,

@@ -169,7 +169,7 @@ func (h *Host) Unblock() {
 	}
 }
 
-// enter counts a call and returns the process, after blocking when the
+// enter counts a call and returns a copy of the process, after blocking when the
 // method is to block. The process is looked up again after the block: it
 // may have exited meanwhile.
 func (h *Host) enter(method string, pid int) (*Proc, error) {
@@ -191,7 +191,8 @@ func (h *Host) enter(method string, pid int) (*Proc, error) {
 	if err := p.Errs[method]; err != nil {
 		return nil, err
 	}
-	return p, nil
+	cp := *p // the test may change p meanwhile
+	return &cp, nil
 }
 
 // ListPids implements tracker.Host.

@@ -1,0 +1,6 @@
+package pubevents
+
+// syscallPrefix names the syscall entry points on x86_64: their single
+// argument is the saved user registers (struct pt_regs *), whatever the
+// syscall's own arguments.
+const syscallPrefix = "__x64_sys_"

@@ -1,0 +1,275 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * Publication events of OpenTelemetry process contexts (OTEP 4719): tells
+ * user space at once when a process names a mapping OTEL_CTX (publish and
+ * every update), creates a memfd named OTEL_CTX (a publish is coming), or
+ * unmaps the context mapping of a process user space tracks.
+ *
+ * Neither kprobes nor tracefs: BTF-typed tracing programs, run after the
+ * syscall, so an event describes a finished syscall (a memfd that exists,
+ * an unmap that is done: a reader never races the kernel), and a user
+ * string the kernel itself read is resident when we read it (a tracing
+ * program cannot fault pages in). Two ways to attach, chosen in Go:
+ * fexit on the three syscall entry points (cheap: nothing else pays), or,
+ * where the kernel refuses BPF trampolines, the raw sys_exit tracepoint.
+ *
+ * No vmlinux.h: the few kernel types used are declared below and relocated
+ * against the running kernel's BTF (CO-RE).
+ */
+
+/* The integer types bpf_helper_defs.h expects, without linux/types.h. */
+typedef unsigned char __u8;
+typedef short int __s16;
+typedef short unsigned int __u16;
+typedef int __s32;
+typedef unsigned int __u32;
+typedef long long int __s64;
+typedef long long unsigned int __u64;
+typedef __u16 __be16;
+typedef __u32 __be32;
+typedef __u32 __wsum;
+
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+/* UAPI values (linux/bpf.h), spelled out to need no kernel headers. */
+#define MAP_HASH 1
+#define MAP_PERCPU_ARRAY 6
+#define MAP_RINGBUF 27
+
+/* linux/prctl.h */
+#define PR_SET_VMA 0x53564d41
+#define PR_SET_VMA_ANON_NAME 0
+
+#if defined(__TARGET_ARCH_x86)
+/* The syscall's saved user registers; only the fields read here. */
+struct pt_regs {
+	unsigned long di, si, dx, r10, r8, orig_ax;
+} __attribute__((preserve_access_index));
+/*
+ * regs is a BTF-typed pointer in these programs: plain loads, relocated by
+ * CO-RE, need no bpf_probe_read_kernel (one helper call each, and one that
+ * lockdown=confidentiality withdraws).
+ */
+#define SYSCALL_ARG1(regs) ((regs)->di)
+#define SYSCALL_ARG2(regs) ((regs)->si)
+#define SYSCALL_ARG3(regs) ((regs)->dx)
+#define SYSCALL_ARG4(regs) ((regs)->r10)
+#define SYSCALL_ARG5(regs) ((regs)->r8)
+#define SYSCALL_NR(regs) ((long)(regs)->orig_ax)
+
+/* x86_64 numbers (asm/unistd_64.h). */
+#define NR_munmap 11
+#define NR_prctl 157
+#define NR_memfd_create 319
+
+/* task_struct starts with thread_info on x86 (THREAD_INFO_IN_TASK). */
+struct thread_info {
+	__u32 status;
+} __attribute__((preserve_access_index));
+struct task_struct {
+	struct thread_info thread_info;
+} __attribute__((preserve_access_index));
+#define TS_COMPAT 0x0002 /* a 32-bit syscall is running */
+
+static __always_inline int in_compat_syscall(void)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+
+	return task->thread_info.status & TS_COMPAT;
+}
+#else
+#error "pubevents: only x86_64 syscall registers are declared"
+#endif
+
+enum event_kind {
+	EVENT_PUBLISH = 1,
+	EVENT_MEMFD = 2,
+	EVENT_UNMAP = 3,
+};
+
+/* One ring buffer record; parsed by hand in Go, keep in sync. */
+struct event {
+	__u64 addr;
+	__u64 len;
+	__u32 tgid;
+	enum event_kind kind;
+};
+
+/* A tracked process's context mapping: [addr, addr+len). */
+struct tracked_range {
+	__u64 addr;
+	__u64 len;
+};
+
+struct {
+	__uint(type, MAP_RINGBUF);
+	__uint(max_entries, 256 * 1024); /* set again at load time */
+} events SEC(".maps");
+
+/* Written by user space only: the processes whose munmap matters. */
+struct {
+	__uint(type, MAP_HASH);
+	__uint(max_entries, 8192); /* set again at load time */
+	__type(key, __u32);
+	__type(value, struct tracked_range);
+} tracked SEC(".maps");
+
+/* Records dropped because the ring buffer was full. */
+struct {
+	__uint(type, MAP_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} lost SEC(".maps");
+
+/* The name of a context mapping, with its terminator. */
+#define CTX_NAME "OTEL_CTX"
+#define CTX_NAME_SIZE sizeof(CTX_NAME)
+
+/*
+ * is_ctx_name reports whether the user string at ptr is exactly
+ * "OTEL_CTX": the read stops at the first NUL, so a length of 9 means 8
+ * bytes and a terminator; longer names ("OTEL_CTX2") read more.
+ */
+static __always_inline int is_ctx_name(const void *ptr)
+{
+	char name[16];
+	long n = bpf_probe_read_user_str(name, sizeof(name), ptr);
+
+	if (n != CTX_NAME_SIZE)
+		return 0;
+#pragma unroll
+	for (int i = 0; i < CTX_NAME_SIZE - 1; i++)
+		if (name[i] != CTX_NAME[i])
+			return 0;
+	return 1;
+}
+
+static __always_inline void emit(enum event_kind kind, __u32 tgid, __u64 addr, __u64 len)
+{
+	struct event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+
+	if (!e) {
+		__u32 zero = 0;
+		__u64 *n = bpf_map_lookup_elem(&lost, &zero);
+
+		/* Atomic: a tracing program can be preempted by another task on this CPU. */
+		if (n)
+			__sync_fetch_and_add(n, 1);
+		return;
+	}
+	e->addr = addr;
+	e->len = len;
+	e->tgid = tgid;
+	e->kind = kind;
+	bpf_ringbuf_submit(e, 0);
+}
+
+/* The pid in the initial pid namespace (what a host /proc shows). */
+static __always_inline __u32 current_tgid(void)
+{
+	return bpf_get_current_pid_tgid() >> 32;
+}
+
+/*
+ * prctl(PR_SET_VMA, PR_SET_VMA_ANON_NAME, addr, len, "OTEL_CTX"): a publish
+ * or an update. Its result is ignored, as publishers ignore it: kernels
+ * without CONFIG_ANON_VMA_NAME fail it with EINVAL.
+ */
+static __always_inline void handle_prctl(const struct pt_regs *regs)
+{
+	if (SYSCALL_ARG1(regs) != PR_SET_VMA || SYSCALL_ARG2(regs) != PR_SET_VMA_ANON_NAME)
+		return;
+	if (!is_ctx_name((const void *)SYSCALL_ARG5(regs)))
+		return;
+	emit(EVENT_PUBLISH, current_tgid(), SYSCALL_ARG3(regs), SYSCALL_ARG4(regs));
+}
+
+/*
+ * memfd_create("OTEL_CTX", ...) that succeeded: the header is not written
+ * yet, but a publish follows. A failed first try (publishers retry without
+ * MFD_NOEXEC_SEAL) is not reported.
+ */
+static __always_inline void handle_memfd_create(const struct pt_regs *regs, long ret)
+{
+	if (ret < 0)
+		return;
+	if (!is_ctx_name((const void *)SYSCALL_ARG1(regs)))
+		return;
+	emit(EVENT_MEMFD, current_tgid(), 0, 0);
+}
+
+/*
+ * munmap that succeeded and overlaps the tracked mapping of the calling
+ * process. munmap is frequent: everything else leaves after one hash
+ * lookup. The tracked start is page aligned, so comparing against the
+ * unrounded length is exact.
+ */
+static __always_inline void handle_munmap(const struct pt_regs *regs, long ret)
+{
+	if (ret != 0)
+		return;
+	__u32 tgid = current_tgid();
+	struct tracked_range *r = bpf_map_lookup_elem(&tracked, &tgid);
+
+	if (!r)
+		return;
+	__u64 addr = SYSCALL_ARG1(regs);
+	__u64 len = SYSCALL_ARG2(regs);
+
+	if (addr < r->addr + r->len && r->addr < addr + len)
+		emit(EVENT_UNMAP, tgid, addr, len);
+}
+
+/*
+ * Preferred: one fexit program per syscall entry point, so that no other
+ * syscall pays anything. Go sets the targets (AttachTo).
+ */
+SEC("fexit")
+int BPF_PROG(on_prctl, const struct pt_regs *regs, long ret)
+{
+	handle_prctl(regs);
+	return 0;
+}
+
+SEC("fexit")
+int BPF_PROG(on_memfd_create, const struct pt_regs *regs, long ret)
+{
+	handle_memfd_create(regs, ret);
+	return 0;
+}
+
+SEC("fexit")
+int BPF_PROG(on_munmap, const struct pt_regs *regs, long ret)
+{
+	handle_munmap(regs, ret);
+	return 0;
+}
+
+/*
+ * Fallback for kernels that refuse BPF trampolines: the raw syscall exit
+ * tracepoint (no tracefs needed). It runs after every syscall of every
+ * task, and its presence puts all syscalls on the slower traced path.
+ * 32-bit syscalls reach it with their own numbers: they are skipped, as
+ * the fexit programs (64-bit entry points) never see them.
+ */
+SEC("tp_btf/sys_exit")
+int BPF_PROG(on_sys_exit, const struct pt_regs *regs, long ret)
+{
+	long nr = SYSCALL_NR(regs);
+
+	if (nr != NR_prctl && nr != NR_memfd_create && nr != NR_munmap)
+		return 0;
+	if (in_compat_syscall())
+		return 0;
+	if (nr == NR_prctl)
+		handle_prctl(regs);
+	else if (nr == NR_memfd_create)
+		handle_memfd_create(regs, ret);
+	else
+		handle_munmap(regs, ret);
+	return 0;
+}
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

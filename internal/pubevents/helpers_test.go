@@ -1,0 +1,131 @@
+//go:build linux && amd64
+
+package pubevents
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/processctx/otelcol-processctx/internal/otep"
+	"github.com/processctx/otelcol-processctx/internal/pubtest"
+)
+
+// eventTimeout bounds the wait for an event that must come; it only
+// expires when the test fails, so it is generous for a loaded machine.
+const eventTimeout = 30 * time.Second
+
+// requireHost skips unless the test can load BPF programs and sees host
+// pids (events carry pids of the initial pid namespace).
+func requireHost(t testing.TB) {
+	t.Helper()
+	pubtest.RequireRoot(t)
+	status, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.Lines(string(status)) {
+		if rest, ok := strings.CutPrefix(line, "NSpid:"); ok && len(strings.Fields(rest)) > 1 {
+			t.Skip("runs in a pid namespace: event pids are host pids")
+		}
+	}
+}
+
+// mustLoad loads a Watcher closed at the end of the test; a mechanism this
+// kernel cannot run skips the test.
+func mustLoad(t testing.TB, opts Options) *Watcher {
+	t.Helper()
+	requireHost(t)
+	w, err := Load(opts)
+	if err != nil {
+		if opts.Mechanism != Auto && (errors.Is(err, ErrUnsupported) || errors.Is(err, ErrPermission)) {
+			t.Skipf("%s unavailable here: %v", opts.Mechanism, err)
+		}
+		t.Fatalf("Load: %+v", err)
+	}
+	t.Cleanup(func() {
+		if err := w.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return w
+}
+
+// forEachMechanism runs f once per mechanism, skipping those this kernel
+// refuses.
+func forEachMechanism(t *testing.T, f func(t *testing.T, opts Options)) {
+	for _, m := range []Mechanism{Fexit, SyscallTracepoint} {
+		t.Run(m.String(), func(t *testing.T) { f(t, Options{Mechanism: m}) })
+	}
+}
+
+// next returns the next event of one of pids, skipping the events of every
+// other process of the host.
+func next(t testing.TB, w *Watcher, pids ...int) Event {
+	t.Helper()
+	w.SetDeadline(time.Now().Add(eventTimeout))
+	defer w.SetDeadline(time.Time{})
+	for {
+		var ev Event
+		if err := w.Read(&ev); err != nil {
+			t.Fatalf("waiting for an event of %v: %v", pids, err)
+		}
+		if slices.Contains(pids, ev.PID) {
+			return ev
+		}
+	}
+}
+
+// expect reads the next event of pids and checks it is want.
+func expect(t testing.TB, w *Watcher, want Event, pids ...int) {
+	t.Helper()
+	if got := next(t, w, pids...); got != want {
+		t.Fatalf("next event of %v = %+v, want %+v", pids, got, want)
+	}
+}
+
+func payload(service string) []byte {
+	return otep.EncodeStrings(map[string]string{"service.name": service})
+}
+
+// cstr returns a NUL-terminated copy of s on the Go heap (resident).
+func cstr(s string) *byte {
+	b := append([]byte(s), 0)
+	return &b[0]
+}
+
+// prctlName issues prctl(option, arg2, addr, length, name) from this
+// process; its result does not matter (EINVAL without CONFIG_ANON_VMA_NAME).
+func prctlName(option, arg2 uintptr, addr, length uint64, name *byte) {
+	_, _, _ = unix.Syscall6(unix.SYS_PRCTL, option, arg2, uintptr(addr), uintptr(length), uintptr(unsafe.Pointer(name)), 0)
+}
+
+// memfdCreate issues memfd_create(name, flags) from this process and closes
+// the memfd it may have made.
+func memfdCreate(name *byte, flags uintptr) error {
+	fd, _, errno := unix.Syscall(unix.SYS_MEMFD_CREATE, uintptr(unsafe.Pointer(name)), flags, 0)
+	if errno != 0 {
+		return errno
+	}
+	return unix.Close(int(fd))
+}
+
+// buildHelper compiles testdata/<name>.c with gcc (needed by pubtest's C
+// publisher anyway) and returns the executable.
+func buildHelper(t testing.TB, name string) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), name)
+	out, err := exec.Command("gcc", "-O2", "-Wall", "-Wextra", "-Werror", "-o", bin, filepath.Join("testdata", name+".c")).CombinedOutput()
+	if err != nil {
+		t.Fatalf("build %s (gcc is required): %v\n%s", name, err, out)
+	}
+	return bin
+}

@@ -1,0 +1,65 @@
+//go:build linux && amd64
+
+package pubevents
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/processctx/otelcol-processctx/internal/pubtest"
+)
+
+const (
+	helperEnv = "PUBEVENTS_TEST_HELPER"
+	nobody    = 65534
+)
+
+// TestLoadAsHelper is the body of a helper process started by
+// TestPermissionDenied under another uid: it loads and prints the error
+// kind it met.
+func TestLoadAsHelper(t *testing.T) {
+	if os.Getenv(helperEnv) != "load" {
+		t.Skip("only runs as a helper process")
+	}
+	w, err := Load(Options{})
+	if err == nil {
+		_ = w.Close()
+	}
+	fmt.Printf("load=%s\n", errorKind(err))
+	if err != nil {
+		t.Log(err)
+	}
+}
+
+func errorKind(err error) string {
+	switch {
+	case err == nil:
+		return "none"
+	case errors.Is(err, ErrPermission):
+		return "permission"
+	case errors.Is(err, ErrUnsupported):
+		return "unsupported"
+	}
+	return "other:" + err.Error()
+}
+
+func TestPermissionDenied(t *testing.T) {
+	requireHost(t)
+	// The test binary must be executable by the other uid.
+	self := pubtest.ExecutableCopy(t, os.Args[0], "pubevents.test")
+	cmd := exec.Command(self, "-test.run=^TestLoadAsHelper$", "-test.v")
+	cmd.Env = append(os.Environ(), helperEnv+"=load")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("helper: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "load=permission\n") {
+		t.Fatalf("Load as uid %d without capabilities, want ErrPermission:\n%s", nobody, out)
+	}
+}

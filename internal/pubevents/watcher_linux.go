@@ -1,0 +1,272 @@
+//go:build linux && amd64
+
+package pubevents
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+	"github.com/cilium/ebpf/ringbuf"
+	"golang.org/x/sys/unix"
+)
+
+// errnoENOTSUPP is the kernel-internal ENOTSUPP (524) the BPF syscalls
+// return for what this kernel cannot do (e.g. no trampoline support).
+const errnoENOTSUPP = syscall.Errno(524)
+
+// Watcher owns the loaded programs, their links and the ring buffer reader.
+type Watcher struct {
+	coll      *ebpf.Collection
+	tracked   *ebpf.Map
+	lost      *ebpf.Map
+	links     []link.Link
+	rd        *ringbuf.Reader
+	mechanism Mechanism
+	// fallbackReason is why Auto did not use Fexit.
+	fallbackReason error
+
+	// readMu serializes Read, which reuses rec.
+	readMu sync.Mutex
+	rec    ringbuf.Record
+
+	// mu guards the map file descriptors against Close.
+	mu        sync.RWMutex
+	closed    bool
+	finalLost uint64
+}
+
+// programs returns the programs of a mechanism.
+func programs(m Mechanism) []string {
+	if m == Fexit {
+		return []string{pubeventsProgOnPrctl, pubeventsProgOnMemfdCreate, pubeventsProgOnMunmap}
+	}
+	return []string{pubeventsProgOnSysExit}
+}
+
+// Load loads the programs, attaches them and opens the ring buffer. See the
+// package documentation for what it needs and what its errors mean.
+func Load(opts Options) (*Watcher, error) {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	spec, err := loadPubevents()
+	if err != nil {
+		return nil, fmt.Errorf("pubevents: %w", err)
+	}
+	spec.Maps[pubeventsMapEvents].MaxEntries = uint32(opts.RingSize)
+	spec.Maps[pubeventsMapTracked].MaxEntries = uint32(opts.MaxTracked)
+	// The fexit targets are chosen here, not in the C sections, so that
+	// another architecture only needs its own prefix (and registers in C).
+	for prog, fn := range map[string]string{
+		pubeventsProgOnPrctl:       "prctl",
+		pubeventsProgOnMemfdCreate: "memfd_create",
+		pubeventsProgOnMunmap:      "munmap",
+	} {
+		spec.Programs[prog].AttachTo = syscallPrefix + fn
+	}
+
+	if opts.Mechanism != Auto {
+		return load(spec, opts.Mechanism)
+	}
+	w, fexitErr := load(spec, Fexit)
+	if fexitErr == nil {
+		return w, nil
+	}
+	// Whatever the reason: kernels that refuse trampolines answer EPERM
+	// even to root, or ENOTSUPP, and only the tracepoint tells that apart
+	// from missing privilege; its error is the one that counts.
+	w, err = load(spec, SyscallTracepoint)
+	if err != nil {
+		// Only the tracepoint's kind is wrapped: callers branch on one.
+		return nil, fmt.Errorf("%w (and with fexit: %s)", err, fexitErr.Error())
+	}
+	w.fallbackReason = fexitErr
+	return w, nil
+}
+
+// load loads and attaches the programs of one mechanism, with their own
+// maps.
+func load(spec *ebpf.CollectionSpec, m Mechanism) (*Watcher, error) {
+	spec = spec.Copy()
+	keep := map[string]bool{}
+	for _, name := range programs(m) {
+		keep[name] = true
+	}
+	for name := range spec.Programs {
+		if !keep[name] {
+			delete(spec.Programs, name)
+		}
+	}
+	coll, err := ebpf.NewCollection(spec)
+	if err != nil {
+		return nil, classify(m, "load BPF programs", err)
+	}
+	w := &Watcher{
+		coll:      coll,
+		tracked:   coll.Maps[pubeventsMapTracked],
+		lost:      coll.Maps[pubeventsMapLost],
+		mechanism: m,
+	}
+	for _, name := range programs(m) {
+		ps := spec.Programs[name]
+		l, err := link.AttachTracing(link.TracingOptions{Program: coll.Programs[name], AttachType: ps.AttachType})
+		if err != nil {
+			_ = w.Close()
+			return nil, classify(m, "attach to "+ps.AttachTo, err)
+		}
+		w.links = append(w.links, l)
+	}
+	w.rd, err = ringbuf.NewReader(coll.Maps[pubeventsMapEvents])
+	if err != nil {
+		_ = w.Close()
+		return nil, classify(m, "open ring buffer", err)
+	}
+	return w, nil
+}
+
+// Mechanism returns how the programs are attached.
+func (w *Watcher) Mechanism() Mechanism { return w.mechanism }
+
+// FallbackReason returns the error that made Auto fall back from Fexit to
+// SyscallTracepoint, nil otherwise: worth a log line, since every syscall
+// of the host then pays for the tracepoint.
+func (w *Watcher) FallbackReason() error { return w.fallbackReason }
+
+// classify wraps err with context and, where it applies, the sentinel a
+// caller branches on.
+func classify(m Mechanism, what string, err error) error {
+	switch {
+	case errors.Is(err, unix.EPERM) && m == Fexit:
+		return fmt.Errorf("%w, or BPF trampolines are refused: %s: %s: %w", ErrPermission, m, what, err)
+	case errors.Is(err, unix.EPERM):
+		return fmt.Errorf("%w: %s: %s: %w", ErrPermission, m, what, err)
+	case errors.Is(err, ebpf.ErrNotSupported), errors.Is(err, errnoENOTSUPP), errors.Is(err, unix.EOPNOTSUPP):
+		return fmt.Errorf("%w: %s: %s: %w", ErrUnsupported, m, what, err)
+	}
+	return fmt.Errorf("pubevents: %s: %s: %w", m, what, err)
+}
+
+// Read blocks until the next event and stores it in ev. It returns
+// ErrClosed once Close was called (also to a Read blocked in it), and
+// os.ErrDeadlineExceeded when the deadline passed. Reads are serialized;
+// the steady path does not allocate.
+func (w *Watcher) Read(ev *Event) error {
+	w.readMu.Lock()
+	defer w.readMu.Unlock()
+	if w.rd == nil {
+		return ErrClosed
+	}
+	if err := w.rd.ReadInto(&w.rec); err != nil {
+		switch {
+		case errors.Is(err, os.ErrClosed):
+			return ErrClosed
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			return os.ErrDeadlineExceeded
+		}
+		return fmt.Errorf("pubevents: read ring buffer: %w", err)
+	}
+	return parseEvent(w.rec.RawSample, ev)
+}
+
+// SetDeadline makes Read return os.ErrDeadlineExceeded once t passed and
+// no event is buffered; the zero time removes the deadline.
+func (w *Watcher) SetDeadline(t time.Time) {
+	if w.rd != nil {
+		w.rd.SetDeadline(t)
+	}
+}
+
+// Lost returns how many events were dropped because the ring buffer was
+// full, since Load (the count at Close once closed).
+func (w *Watcher) Lost() uint64 {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	if w.closed {
+		return w.finalLost
+	}
+	return w.lostLocked()
+}
+
+func (w *Watcher) lostLocked() uint64 {
+	var perCPU []uint64
+	if err := w.lost.Lookup(uint32(0), &perCPU); err != nil {
+		return 0
+	}
+	var sum uint64
+	for _, n := range perCPU {
+		sum += n
+	}
+	return sum
+}
+
+// Track registers the context mapping [addr, addr+length) of pid (as in
+// its maps file: page aligned) so that an munmap overlapping it is
+// reported; it replaces pid's previous entry.
+func (w *Watcher) Track(pid int, addr, length uint64) error {
+	if err := checkTrack(pid, addr, length); err != nil {
+		return err
+	}
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	if w.closed {
+		return ErrClosed
+	}
+	err := w.tracked.Update(uint32(pid), pubeventsTrackedRange{Addr: addr, Len: length}, ebpf.UpdateAny)
+	if errors.Is(err, unix.E2BIG) {
+		return fmt.Errorf("%w (%d processes): track pid %d", ErrTrackFull, w.tracked.MaxEntries(), pid)
+	}
+	if err != nil {
+		return fmt.Errorf("pubevents: track pid %d: %w", pid, err)
+	}
+	return nil
+}
+
+// Untrack removes pid's entry; untracking a pid that is not tracked is not
+// an error.
+func (w *Watcher) Untrack(pid int) error {
+	if pid <= 0 || pid > maxTgid {
+		return fmt.Errorf("pubevents: untrack: invalid pid %d", pid)
+	}
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	if w.closed {
+		return ErrClosed
+	}
+	err := w.tracked.Delete(uint32(pid))
+	if err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+		return fmt.Errorf("pubevents: untrack pid %d: %w", pid, err)
+	}
+	return nil
+}
+
+// Close detaches the programs and frees everything; a blocked Read returns
+// ErrClosed. Calling it again does nothing.
+func (w *Watcher) Close() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return nil
+	}
+	w.closed = true
+	w.finalLost = w.lostLocked()
+	var errs []error
+	// The reader first: it interrupts a blocked Read.
+	if w.rd != nil {
+		errs = append(errs, w.rd.Close())
+	}
+	for _, l := range w.links {
+		errs = append(errs, l.Close())
+	}
+	w.coll.Close()
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("pubevents: close: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,292 @@
+package tracker_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/processctx/otelcol-processctx/internal/procfs"
+	"github.com/processctx/otelcol-processctx/internal/tracker"
+	"github.com/processctx/otelcol-processctx/internal/tracker/trackertest"
+)
+
+const bothSources = tracker.ProcessEvents | tracker.PublicationEvents
+
+// eventHarness is a harness whose tracker gets events from src.
+func eventHarness(t *testing.T, host *trackertest.Host, sources tracker.Sources) (*harness, *trackertest.Source) {
+	t.Helper()
+	src := trackertest.NewSource(sources)
+	h := newHarness(t, testConfig(), host, tracker.WithEventSources(src))
+	return h, src
+}
+
+// waitChanges waits until the subscription has n changes and returns them.
+func (h *harness) waitChanges(n int) []string {
+	h.t.Helper()
+	var got []string
+	deadline := time.After(10 * time.Second)
+	for len(got) < n {
+		select {
+		case <-h.sub.C():
+			got = append(got, h.take()...)
+		case <-deadline:
+			h.t.Fatalf("want %d changes, got %v", n, got)
+		}
+	}
+	return got
+}
+
+// settle waits until the tracker has handled what was sent before (a
+// Rescan is queued behind the events) without moving the clock.
+func (h *harness) settle() { h.t.Helper(); h.rescan() }
+
+func TestEventsExitAndPublish(t *testing.T) {
+	host := trackertest.NewHost()
+	host.Add(10)
+	host.Publish(10, "early")
+	host.Add(11)
+	h, src := eventHarness(t, host, bothSources)
+	h.take()
+	require.Equal(t, uint64(0x7f0000000000+10<<12), src.Tracked(10), "the publication is watched for unmapping")
+
+	// A late publisher is read at its event, with no scan.
+	host.ResetCounts()
+	host.Publish(11, "late")
+	src.Send(tracker.Event{Kind: tracker.EventPublish, PID: 11, Addr: 0x7f0000000000 + 11<<12})
+	assert.Equal(t, []string{"published 11 late"}, h.waitChanges(1))
+	assert.Equal(t, 1, host.Count(trackertest.MethodMaps))
+
+	// An update likewise (events of one process are paced).
+	h.clock.Advance(time.Second)
+	host.Publish(11, "late-v2")
+	src.Send(tracker.Event{Kind: tracker.EventPublish, PID: 11, Addr: 0x7f0000000000 + 11<<12})
+	assert.Equal(t, []string{"updated 11 late-v2"}, h.waitChanges(1))
+
+	// An exit ends the publication at once.
+	host.Remove(10)
+	src.Send(tracker.Event{Kind: tracker.EventExit, PID: 10})
+	assert.Equal(t, []string{"exited 10 early"}, h.waitChanges(1))
+	assert.Zero(t, src.Tracked(10))
+}
+
+// With both sources, a scan reads neither the publishers' timestamps nor
+// the maps of processes without a context, until the reconcile interval.
+func TestEventsSteadyScans(t *testing.T) {
+	host := trackertest.NewHost()
+	for pid := 20; pid < 30; pid++ {
+		host.Add(pid)
+	}
+	host.Publish(20, "a")
+	h, _ := eventHarness(t, host, bothSources)
+	cfg := testConfig()
+	host.ResetCounts()
+	for range 3 {
+		h.clock.Advance(cfg.RescanMaxInterval) // any rescan would be due
+		h.rescan()
+	}
+	assert.Zero(t, host.Count(trackertest.MethodRead), "no timestamp reads")
+	assert.Zero(t, host.Count(trackertest.MethodMaps), "no rescans")
+
+	h.clock.Advance(cfg.ReconcileInterval)
+	h.rescan()
+	assert.Equal(t, 1, host.Count(trackertest.MethodRead), "the reconcile scan reads the timestamp")
+	assert.Equal(t, 9, host.Count(trackertest.MethodMaps), "and rescans the others")
+}
+
+// Without publication events, scans poll as before.
+func TestProcessEventsOnlyPoll(t *testing.T) {
+	host := trackertest.NewHost()
+	host.Add(20)
+	host.Publish(20, "a")
+	h, _ := eventHarness(t, host, tracker.ProcessEvents)
+	host.ResetCounts()
+	h.rescan()
+	assert.Equal(t, 1, host.Count(trackertest.MethodRead))
+}
+
+func TestForkAndExec(t *testing.T) {
+	host := trackertest.NewHost()
+	host.Add(1)
+	host.Publish(1, "parent")
+	h, src := eventHarness(t, host, bothSources)
+	h.take()
+
+	// A forked child is not read by the scans.
+	host.ResetCounts()
+	host.Add(40)
+	src.Send(tracker.Event{Kind: tracker.EventFork, PID: 40, Parent: 1})
+	h.settle()
+	h.rescan()
+	assert.Zero(t, host.Count(trackertest.MethodMaps))
+	assert.Zero(t, host.Count(trackertest.MethodStart))
+	_, o := h.tr.Snapshot().Lookup(40)
+	assert.Equal(t, tracker.OutcomeNoContext, o)
+
+	// It execs into a publisher: found at the publication event.
+	src.Send(tracker.Event{Kind: tracker.EventExec, PID: 40})
+	host.Publish(40, "child")
+	src.Send(tracker.Event{Kind: tracker.EventPublish, PID: 40, Addr: 0x7f0000000000 + 40<<12})
+	assert.Equal(t, []string{"published 40 child"}, h.waitChanges(1))
+
+	// A publisher that execs loses its publication with its image.
+	host.Unpublish(1)
+	src.Send(tracker.Event{Kind: tracker.EventExec, PID: 1})
+	assert.Equal(t, []string{"unpublished 1 parent"}, h.waitChanges(1))
+}
+
+// Without publication events, an exec makes the process young: its maps
+// are read again on a short schedule.
+func TestExecYoungReads(t *testing.T) {
+	host := trackertest.NewHost()
+	host.Add(50)
+	h, src := eventHarness(t, host, tracker.ProcessEvents)
+	host.ResetCounts()
+	src.Send(tracker.Event{Kind: tracker.EventExec, PID: 50})
+	h.settle()
+	assert.Zero(t, host.Count(trackertest.MethodMaps), "nothing before the first delay")
+	h.clock.Advance(time.Second)
+	h.rescan() // a scan starts what is due
+	require.Eventually(t, func() bool { return host.Count(trackertest.MethodMaps) == 1 }, 10*time.Second, time.Millisecond)
+	host.Publish(50, "slow-start")
+	assert.Equal(t, []string{"published 50 slow-start"}, h.advanceUntilChanges(1))
+}
+
+// advanceUntilChanges moves the clock by seconds, scanning each time, until
+// n changes came (scheduled reads fall due whenever their scheduling ran),
+// and says how far the clock moved; at most a rescan interval: the changes
+// must come from the short schedules, not the rescans.
+func (h *harness) advanceUntilChanges(n int) []string {
+	h.t.Helper()
+	var got []string
+	for range testConfig().RescanInterval/time.Second - 1 {
+		h.clock.Advance(time.Second)
+		h.rescan()
+		got = append(got, h.take()...)
+		if len(got) >= n {
+			return got
+		}
+		time.Sleep(time.Millisecond)
+	}
+	h.t.Fatalf("want %d changes within a rescan interval, got %v", n, got)
+	return nil
+}
+
+// In poll mode, a process a scan meets for the first time (it may be
+// between fork and exec, showing its parent's image) is read again soon.
+func TestPollYoungReads(t *testing.T) {
+	host := trackertest.NewHost()
+	h := newHarness(t, testConfig(), host)
+	host.Add(60)
+	h.rescan()
+	host.ResetCounts()
+	host.Publish(60, "after-exec")
+	assert.Equal(t, []string{"published 60 after-exec"}, h.advanceUntilChanges(1))
+}
+
+func TestUnmapEvent(t *testing.T) {
+	host := trackertest.NewHost()
+	host.Add(70)
+	host.Publish(70, "x")
+	h, src := eventHarness(t, host, bothSources)
+	h.take()
+	host.Unpublish(70)
+	src.Send(tracker.Event{Kind: tracker.EventUnmap, PID: 70, Addr: 0x7f0000000000 + 70<<12})
+	assert.Equal(t, []string{"unpublished 70 x"}, h.waitChanges(1))
+}
+
+// A publication event whose read finds nothing yet (a memfd not written)
+// is retried.
+func TestPublishRetried(t *testing.T) {
+	host := trackertest.NewHost()
+	host.Add(80)
+	h, src := eventHarness(t, host, bothSources)
+	src.Send(tracker.Event{Kind: tracker.EventMemfd, PID: 80})
+	h.settle()
+	host.Publish(80, "written")
+	assert.Equal(t, []string{"published 80 written"}, h.advanceUntilChanges(1))
+}
+
+// A read in progress when the process exits is of the past: its result is
+// dropped, even when the pid names a new process by then.
+func TestExitDuringRead(t *testing.T) {
+	host := trackertest.NewHost()
+	h, src := eventHarness(t, host, bothSources)
+	host.Add(90).Block = trackertest.MethodMaps
+	host.Publish(90, "old")
+	src.Send(tracker.Event{Kind: tracker.EventPublish, PID: 90})
+	require.Eventually(t, func() bool { return host.Count(trackertest.MethodMaps) == 1 }, 10*time.Second, time.Millisecond)
+	src.Send(tracker.Event{Kind: tracker.EventExit, PID: 90})
+	src.Send(tracker.Event{Kind: tracker.EventFork, PID: 90, Parent: 1})
+	h.settle()
+	host.Set(90, func(p *trackertest.Proc) { p.Block = "" })
+	host.Unblock()
+	h.settle()
+	h.settle()
+	p, o := h.tr.Snapshot().Lookup(90)
+	assert.Nil(t, p, "the old process's context is not the new one's")
+	assert.Equal(t, tracker.OutcomeNoContext, o)
+}
+
+// Dropped events make the next scan read everything events would have
+// told.
+func TestLostEvents(t *testing.T) {
+	host := trackertest.NewHost()
+	host.Add(100)
+	host.Add(101)
+	host.Publish(101, "pub")
+	h, src := eventHarness(t, host, bothSources)
+	h.take()
+	host.ResetCounts()
+	host.Publish(100, "missed")
+	host.Publish(101, "missed-update")
+	src.Send(tracker.Event{Kind: tracker.EventLost, Source: tracker.PublicationEvents})
+	got := h.waitChanges(2)
+	assert.ElementsMatch(t, []string{"published 100 missed", "updated 101 missed-update"}, got)
+	assert.Equal(t, uint64(1), h.tr.Events().Lost)
+}
+
+// A source that stops hands its events back to polling.
+func TestSourceStopped(t *testing.T) {
+	host := trackertest.NewHost()
+	host.Add(110)
+	host.Publish(110, "pub")
+	procSrc, src := trackertest.NewSource(tracker.ProcessEvents), trackertest.NewSource(tracker.PublicationEvents)
+	h := newHarness(t, testConfig(), host, tracker.WithEventSources(procSrc, src))
+	src.Fail(errors.New("ring buffer reader broke"))
+	require.Eventually(t, func() bool { return h.tr.LiveSources() == tracker.ProcessEvents }, 10*time.Second, time.Millisecond)
+	host.ResetCounts()
+	h.rescan()
+	assert.Equal(t, 1, host.Count(trackertest.MethodRead), "timestamps are polled again")
+	assert.Equal(t, 1, h.logs.FilterMessageSnippet("event source stopped").Len())
+}
+
+// A process calling prctl in a loop is read at most once per gap.
+func TestPublishEventsPaced(t *testing.T) {
+	host := trackertest.NewHost()
+	host.Add(120)
+	host.Publish(120, "spam")
+	h, src := eventHarness(t, host, bothSources)
+	h.take()
+	host.ResetCounts()
+	for range 100 {
+		src.Send(tracker.Event{Kind: tracker.EventPublish, PID: 120, Addr: 0x7f0000000000 + 120<<12})
+	}
+	h.settle()
+	h.settle()
+	assert.LessOrEqual(t, host.Count(trackertest.MethodRead), 2, "one read, and one after it for the events during it")
+}
+
+func TestIdentityErrorsKeepKinds(t *testing.T) {
+	// The permission kinds of procfs still classify event reads.
+	host := trackertest.NewHost()
+	host.Add(130).Errs[trackertest.MethodMaps] = procfs.ErrPermissionDenied
+	h, src := eventHarness(t, host, bothSources)
+	src.Send(tracker.Event{Kind: tracker.EventPublish, PID: 130})
+	h.settle()
+	h.settle()
+	_, o := h.tr.Snapshot().Lookup(130)
+	assert.Equal(t, tracker.OutcomePermissionDenied, o)
+}

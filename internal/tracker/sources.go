@@ -1,0 +1,123 @@
+package tracker
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/processctx/otelcol-processctx/internal/procevents"
+	"github.com/processctx/otelcol-processctx/internal/pubevents"
+)
+
+// processSource delivers the proc connector's events (fork, exec, exit).
+type processSource struct{ l *procevents.Listener }
+
+func openProcessEvents() (EventSource, error) {
+	l, err := procevents.Listen()
+	if err != nil {
+		return nil, err
+	}
+	return &processSource{l: l}, nil
+}
+
+func (s *processSource) Sources() Sources { return ProcessEvents }
+
+func (s *processSource) Run(notify func(Event)) error {
+	var buf [256]procevents.Event
+	for {
+		n, lost, err := s.l.Read(buf[:])
+		for _, e := range buf[:n] {
+			ev := Event{PID: e.PID, Parent: e.Parent}
+			switch e.Kind {
+			case procevents.Fork:
+				ev.Kind = EventFork
+			case procevents.Exec:
+				ev.Kind = EventExec
+			case procevents.Exit:
+				ev.Kind = EventExit
+			default:
+				continue
+			}
+			notify(ev)
+		}
+		if lost {
+			notify(Event{Kind: EventLost, Source: ProcessEvents})
+		}
+		switch {
+		case errors.Is(err, procevents.ErrClosed):
+			return nil
+		case err != nil:
+			return fmt.Errorf("proc connector: %w", err)
+		}
+	}
+}
+
+func (s *processSource) Close() error { return s.l.Close() }
+
+// publicationSource delivers the eBPF program's events (publish, memfd,
+// unmap) and watches the unmapping of the publications it is told of.
+type publicationSource struct {
+	w *pubevents.Watcher
+	// lost is the watcher's drop count last seen.
+	lost uint64
+}
+
+// lostCheck is how often the ring buffer's drop count is looked at (a
+// map read per CPU).
+const lostCheck = 500 * time.Millisecond
+
+func openPublicationEvents() (*publicationSource, error) {
+	w, err := pubevents.Load(pubevents.Options{})
+	if err != nil {
+		return nil, err
+	}
+	return &publicationSource{w: w}, nil
+}
+
+func (s *publicationSource) Sources() Sources { return PublicationEvents }
+
+func (s *publicationSource) Run(notify func(Event)) error {
+	var ev pubevents.Event
+	next := time.Now().Add(lostCheck)
+	s.w.SetDeadline(next)
+	for {
+		err := s.w.Read(&ev)
+		switch {
+		case err == nil:
+			e := Event{PID: ev.PID, Addr: ev.Addr}
+			switch ev.Kind {
+			case pubevents.Publish:
+				e.Kind = EventPublish
+			case pubevents.Memfd:
+				e.Kind = EventMemfd
+			case pubevents.Unmap:
+				e.Kind = EventUnmap
+			default:
+				continue
+			}
+			notify(e)
+		case errors.Is(err, os.ErrDeadlineExceeded):
+		case errors.Is(err, pubevents.ErrClosed):
+			return nil
+		default:
+			return fmt.Errorf("eBPF publication events: %w", err)
+		}
+		if now := time.Now(); !now.Before(next) {
+			if lost := s.w.Lost(); lost != s.lost {
+				s.lost = lost
+				notify(Event{Kind: EventLost, Source: PublicationEvents})
+			}
+			next = now.Add(lostCheck)
+			s.w.SetDeadline(next)
+		}
+	}
+}
+
+func (s *publicationSource) Close() error { return s.w.Close() }
+
+func (s *publicationSource) Track(pid int, addr, length uint64) error {
+	return s.w.Track(pid, addr, length)
+}
+
+func (s *publicationSource) Untrack(pid int) error { return s.w.Untrack(pid) }
