@@ -52,6 +52,10 @@ type Event struct {
 	// exit (after any reparenting), or 0 on kernels before 4.13. 0 for an
 	// Exec.
 	Parent int
+	// Time is when it happened, in nanoseconds of CLOCK_MONOTONIC (the
+	// kernel's ktime_get_ns): events of other sources with the same clock
+	// can be ordered against it.
+	Time uint64
 }
 
 // Error kinds (see the package documentation).

@@ -68,6 +68,7 @@ func controlMessage(op, events, cookie uint32) []byte {
 type message struct {
 	what uint32 // proc_event.what
 	ack  uint32 // cn_msg.ack
+	time uint64 // proc_event.timestamp_ns
 	data []byte // proc_event.event_data, as long as the kernel's union
 }
 
@@ -98,7 +99,7 @@ func parseMessage(b []byte) (message, bool) {
 		return message{}, false
 	}
 	data = data[:dataLen]
-	return message{what: ne.Uint32(data[0:]), ack: ne.Uint32(b[28:]), data: data[procEventHeaderLen:]}, true
+	return message{what: ne.Uint32(data[0:]), ack: ne.Uint32(b[28:]), time: ne.Uint64(data[8:]), data: data[procEventHeaderLen:]}, true
 }
 
 // pid reads the pid_t at byte offset off of the event data.
@@ -149,6 +150,7 @@ func (m message) event() (Event, bool) {
 	if ev.PID <= 0 || ev.Parent < 0 {
 		return Event{}, false
 	}
+	ev.Time = m.time
 	return ev, true
 }
 

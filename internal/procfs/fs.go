@@ -32,18 +32,29 @@ func NewFS(root string) (*FS, error) {
 	}
 	root = filepath.Clean(root) // "/hostfs/" and "/hostfs" are one root
 	proc := filepath.Join(root, "proc")
-	var st unix.Statfs_t
-	if err := unix.Statfs(proc, &st); err != nil {
-		return nil, fmt.Errorf("procfs at %s: %w: %w", proc, ErrNoProcfs, err)
-	}
-	if st.Type != unix.PROC_SUPER_MAGIC {
-		return nil, fmt.Errorf("%s is not a procfs (filesystem type %#x): %w", proc, st.Type, ErrNoProcfs)
+	if err := checkProcfs(proc); err != nil {
+		return nil, err
 	}
 	fs := &FS{root: root, proc: proc}
 	// "self" resolves to the reader's pid as this procfs's namespace sees it.
 	self, err := os.Readlink(filepath.Join(proc, "self"))
 	fs.sameNS = err == nil && self == strconv.Itoa(os.Getpid())
 	return fs, nil
+}
+
+// Check reports, wrapping ErrNoProcfs, when <root>/proc is no longer a
+// procfs (its mount went away): one statfs.
+func (fs *FS) Check() error { return checkProcfs(fs.proc) }
+
+func checkProcfs(proc string) error {
+	var st unix.Statfs_t
+	if err := unix.Statfs(proc, &st); err != nil {
+		return fmt.Errorf("procfs at %s: %w: %w", proc, ErrNoProcfs, err)
+	}
+	if st.Type != unix.PROC_SUPER_MAGIC {
+		return fmt.Errorf("%s is not a procfs (filesystem type %#x): %w", proc, st.Type, ErrNoProcfs)
+	}
+	return nil
 }
 
 // CheckHost reports (with ErrNotHostProcfs) a procfs that belongs to a

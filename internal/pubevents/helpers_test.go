@@ -84,10 +84,18 @@ func next(t testing.TB, w *Watcher, pids ...int) Event {
 	}
 }
 
-// expect reads the next event of pids and checks it is want.
+// expect reads the next event of pids and checks it is want, with a time
+// of CLOCK_MONOTONIC between the test's start and now.
 func expect(t testing.TB, w *Watcher, want Event, pids ...int) {
 	t.Helper()
-	if got := next(t, w, pids...); got != want {
+	got := next(t, w, pids...)
+	var now unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &now)
+	if got.Time == 0 || got.Time > uint64(now.Nano()) {
+		t.Fatalf("event %+v: time not of CLOCK_MONOTONIC (now %d)", got, now.Nano())
+	}
+	got.Time = 0
+	if got != want {
 		t.Fatalf("next event of %v = %+v, want %+v", pids, got, want)
 	}
 }

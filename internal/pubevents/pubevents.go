@@ -43,6 +43,9 @@ type Event struct {
 	PID int
 	// Addr and Len are the prctl's or munmap's range; 0 for Memfd.
 	Addr, Len uint64
+	// Time is when the syscall returned, in nanoseconds of CLOCK_MONOTONIC
+	// (bpf_ktime_get_ns), the clock of the proc connector's events.
+	Time uint64
 }
 
 // Sentinel errors; see the package documentation.
@@ -119,11 +122,12 @@ func (o Options) withDefaults() (Options, error) {
 
 // struct event of bpf/pubevents.c: addr u64, len u64, tgid u32, kind u32.
 const (
-	eventSize  = 24
+	eventSize  = 32
 	offAddr    = 0
 	offLen     = 8
 	offTgid    = 16
 	offKind    = 20
+	offTime    = 24
 	maxTgid    = 1<<31 - 1
 	lastKindID = Unmap
 )
@@ -147,6 +151,7 @@ func parseEvent(raw []byte, ev *Event) error {
 		PID:  int(tgid),
 		Addr: binary.NativeEndian.Uint64(raw[offAddr:]),
 		Len:  binary.NativeEndian.Uint64(raw[offLen:]),
+		Time: binary.NativeEndian.Uint64(raw[offTime:]),
 	}
 	return nil
 }

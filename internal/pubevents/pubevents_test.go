@@ -14,6 +14,7 @@ func record(addr, length uint64, tgid, kind uint32) []byte {
 	binary.NativeEndian.PutUint64(b[offLen:], length)
 	binary.NativeEndian.PutUint32(b[offTgid:], tgid)
 	binary.NativeEndian.PutUint32(b[offKind:], kind)
+	binary.NativeEndian.PutUint64(b[offTime:], 12345)
 	return b
 }
 
@@ -22,7 +23,7 @@ func TestParseEvent(t *testing.T) {
 	if err := parseEvent(record(0x1000, 0x3000, 42, uint32(Publish)), &ev); err != nil {
 		t.Fatal(err)
 	}
-	if want := (Event{Kind: Publish, PID: 42, Addr: 0x1000, Len: 0x3000}); ev != want {
+	if want := (Event{Kind: Publish, PID: 42, Addr: 0x1000, Len: 0x3000, Time: 12345}); ev != want {
 		t.Fatalf("parsed %+v, want %+v", ev, want)
 	}
 	// A longer record (a newer layout) still parses its known prefix.

@@ -385,6 +385,19 @@ func StartStalls(t testing.TB, payload []byte) Stalls {
 // Unstall unmaps the stalled memory: reads waiting on it return.
 func (p *Proc) Unstall() { p.t.Helper(); p.Do("unstall") }
 
+// Fork makes the C publisher fork a child that only waits and dies with its
+// parent, and returns the child's pid. The child has no context: the
+// publisher maps it with MADV_DONTFORK.
+func (p *Proc) Fork() int {
+	p.t.Helper()
+	pid, err := strconv.Atoi(p.Do("fork"))
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	p.t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
+	return pid
+}
+
 // Stop stops the process (SIGSTOP) until Continue; it is continued when the
 // test ends.
 func (p *Proc) Stop() {

@@ -48,6 +48,10 @@ type Event struct {
 	Parent int     // EventFork
 	Addr   uint64  // EventPublish, EventUnmap
 	Source Sources // EventLost
+	// Time is when it happened, in nanoseconds of CLOCK_MONOTONIC; 0 when
+	// unknown. Events of two sources come on two paths: their times order
+	// them (an exec reported after the publication that followed it).
+	Time uint64
 }
 
 // EventSource delivers events to a tracker.
@@ -93,6 +97,11 @@ const (
 	// caused by its events: a process cannot make the tracker read it in
 	// a loop by calling prctl in a loop.
 	minEventGap = 10 * time.Millisecond
+	// eventsListInterval is how often, while process and publication
+	// events both come, scans list the host: the events tell of every fork
+	// and exit, the listing finds those they could not (a dropped message
+	// the kernel does not report).
+	eventsListInterval = time.Minute
 	// publishRetries bounds the reads of a process whose publication event
 	// found no readable context yet (a memfd not written, an update in
 	// progress).
@@ -234,18 +243,21 @@ func (t *Tracker) handle(ev Event) {
 	case EventFork:
 		t.forked(ev.PID)
 	case EventExec:
-		t.execed(ev.PID)
+		t.execed(ev.PID, ev.Time)
 	case EventExit:
-		if p := t.procs[ev.PID]; p != nil {
+		// An exit older than a publication event of the pid came late: the
+		// publication is a later process's (the pid was reused).
+		if p := t.procs[ev.PID]; p != nil && (ev.Time == 0 || p.pubEventAt <= ev.Time) {
 			t.forget(ev.PID, p)
 		}
 	case EventPublish, EventUnmap:
-		t.publicationEvent(ev.PID, ev.Kind == EventUnmap)
+		t.publicationEvent(ev.PID, ev.Time, ev.Kind == EventUnmap)
 	case EventMemfd:
 		if p := t.procs[ev.PID]; p != nil {
+			p.pubEventAt = max(p.pubEventAt, ev.Time)
 			t.schedule(p, ev.PID, duePublication, minEventGap)
 		} else {
-			t.publicationEvent(ev.PID, false)
+			t.publicationEvent(ev.PID, ev.Time, false)
 		}
 	}
 }
@@ -263,9 +275,13 @@ func (t *Tracker) forked(pid int) {
 }
 
 // execed: the process's publication, if any, is gone with its image; it is
-// young again.
-func (t *Tracker) execed(pid int) {
+// young again. An exec older than a publication event of the process came
+// late (the two sources are two paths): the publication is the new image's.
+func (t *Tracker) execed(pid int, at uint64) {
 	p := t.procs[pid]
+	if p != nil && at != 0 && p.pubEventAt > at {
+		return
+	}
 	if p == nil {
 		p = t.newProc()
 		t.procs[pid] = p
@@ -284,7 +300,7 @@ func (t *Tracker) execed(pid int) {
 
 // publicationEvent reads pid soon: it published, updated or unmapped its
 // context.
-func (t *Tracker) publicationEvent(pid int, unmap bool) {
+func (t *Tracker) publicationEvent(pid int, at uint64, unmap bool) {
 	p := t.procs[pid]
 	if p == nil {
 		if unmap {
@@ -295,6 +311,7 @@ func (t *Tracker) publicationEvent(pid int, unmap bool) {
 	} else if unmap && p.pub == nil {
 		return
 	}
+	p.pubEventAt = max(p.pubEventAt, at)
 	p.retries = 0
 	t.readForEvent(pid, p)
 }

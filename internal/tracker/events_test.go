@@ -2,6 +2,7 @@ package tracker_test
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -289,4 +290,61 @@ func TestIdentityErrorsKeepKinds(t *testing.T) {
 	h.settle()
 	_, o := h.tr.Snapshot().Lookup(130)
 	assert.Equal(t, tracker.OutcomePermissionDenied, o)
+}
+
+// Events of the two sources come on two paths: an exec or an exit older
+// than a publication event is not allowed to undo it.
+func TestEventsOrderedByTime(t *testing.T) {
+	host := trackertest.NewHost()
+	host.Add(140)
+	h, src := eventHarness(t, host, bothSources)
+	host.Publish(140, "new-image")
+	src.Send(tracker.Event{Kind: tracker.EventPublish, PID: 140, Time: 2000})
+	assert.Equal(t, []string{"published 140 new-image"}, h.waitChanges(1))
+	src.Send(tracker.Event{Kind: tracker.EventExec, PID: 140, Time: 1000})
+	src.Send(tracker.Event{Kind: tracker.EventExit, PID: 140, Time: 1500})
+	h.settle()
+	p, _ := h.tr.Snapshot().Lookup(140)
+	require.NotNil(t, p)
+	assert.True(t, p.Live())
+	assert.Empty(t, h.take())
+
+	// A later exec ends it.
+	src.Send(tracker.Event{Kind: tracker.EventExec, PID: 140, Time: 3000})
+	assert.Equal(t, []string{"unpublished 140 new-image"}, h.waitChanges(1))
+}
+
+// While events make most scans skip the listing, a procfs that went away
+// is still noticed at the next scan, and the reads that fail meanwhile do
+// not make processes "exited".
+func TestEventsProcfsGone(t *testing.T) {
+	host := trackertest.NewHost()
+	host.Add(150)
+	host.Publish(150, "stays")
+	h, src := eventHarness(t, host, bothSources)
+	h.take()
+	changed, err := h.tr.Health()
+	require.NoError(t, err)
+
+	gone := fmt.Errorf("procfs at /hostfs/proc: %w", procfs.ErrNoProcfs)
+	host.SetListError(gone)
+	host.Set(150, func(p *trackertest.Proc) { p.Errs[trackertest.MethodRead] = procfs.ErrProcessGone })
+	h.rescan()
+	<-changed
+	changed, err = h.tr.Health()
+	require.ErrorIs(t, err, tracker.ErrCannotList)
+	src.Send(tracker.Event{Kind: tracker.EventPublish, PID: 150, Addr: 0x7f0000000000 + 150<<12})
+	h.settle()
+	h.settle()
+	assert.Empty(t, h.take(), "not exited: the procfs is gone, not the process")
+
+	host.SetListError(nil)
+	host.Set(150, func(p *trackertest.Proc) { delete(p.Errs, trackertest.MethodRead) })
+	h.rescan()
+	<-changed
+	_, err = h.tr.Health()
+	require.NoError(t, err)
+	p, _ := h.tr.Snapshot().Lookup(150)
+	require.NotNil(t, p)
+	assert.True(t, p.Live())
 }

@@ -48,6 +48,13 @@ func (t *Tracker) Health() (<-chan struct{}, error) {
 	return h.changed, h.readErr
 }
 
+// listFailed reports whether the procfs could not be listed last time.
+func (h *health) listFailed() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.listErr != nil
+}
+
 // setListed records the outcome of a listing of the procfs, logging only
 // the transitions (a broken mount fails every scan).
 func (t *Tracker) setListed(err error) {

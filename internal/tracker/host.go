@@ -28,6 +28,10 @@ type Host interface {
 	Executable(pid int) string
 	// ExplainDenied says why pid cannot be read and what would fix it.
 	ExplainDenied(pid int) string
+	// CheckProcfs reports, wrapping procfs.ErrNoProcfs, when the procfs
+	// is no longer there (an unmounted /hostfs/proc). It never blocks on
+	// a process.
+	CheckProcfs() error
 	// Access reports, wrapping procfs.ErrPermissionDenied, when the
 	// collector's own privileges keep it from reading other users'
 	// processes. It reads only the collector's own files.
@@ -68,3 +72,5 @@ func (h *procHost) Executable(pid int) string { return h.fs.Executable(pid) }
 func (h *procHost) ExplainDenied(pid int) string { return h.fs.ExplainDenied(pid) }
 
 func (h *procHost) Access() error { return h.fs.CheckAccess() }
+
+func (h *procHost) CheckProcfs() error { return h.fs.Check() }

@@ -28,7 +28,7 @@ func (s *processSource) Run(notify func(Event)) error {
 	for {
 		n, lost, err := s.l.Read(buf[:])
 		for _, e := range buf[:n] {
-			ev := Event{PID: e.PID, Parent: e.Parent}
+			ev := Event{PID: e.PID, Parent: e.Parent, Time: e.Time}
 			switch e.Kind {
 			case procevents.Fork:
 				ev.Kind = EventFork
@@ -85,7 +85,7 @@ func (s *publicationSource) Run(notify func(Event)) error {
 		err := s.w.Read(&ev)
 		switch {
 		case err == nil:
-			e := Event{PID: ev.PID, Addr: ev.Addr}
+			e := Event{PID: ev.PID, Addr: ev.Addr, Time: ev.Time}
 			switch ev.Kind {
 			case pubevents.Publish:
 				e.Kind = EventPublish

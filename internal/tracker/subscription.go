@@ -38,11 +38,15 @@ type ScanStats struct {
 	// Began is when the scan started; Duration how long its reads took.
 	Began    time.Time
 	Duration time.Duration
+	// Listed says whether the scan listed the host: while events tell of
+	// every fork and exit, most scans do not (Processes is then 0).
+	Listed bool
 	// Processes is the number of pids listed.
 	Processes int
 	// Publishers is the number of live publications after the scan.
 	Publishers int
-	// Reads counts the scan's reads by outcome.
+	// Reads counts, by outcome, the reads since the previous scan finished:
+	// the scan's, and those events and probes caused meanwhile.
 	Reads [numOutcomes]int64
 	// Denied and Quarantined count the processes that cannot be read for
 	// lack of permission, and those quarantined after a stalled read.

@@ -63,8 +63,10 @@ type proc struct {
 	serial  uint32 // the tracker's name for this incarnation of the pid
 	// lastEvent is the clock of the last read an event caused.
 	lastEvent int64
-	q         *quarantine
-	pub       *Process // the live publication, nil when none
+	// pubEventAt is the time (Event.Time) of its last publication event.
+	pubEventAt uint64
+	q          *quarantine
+	pub        *Process // the live publication, nil when none
 }
 
 // newProc returns the record of a pid not known before.
@@ -78,7 +80,7 @@ func (t *Tracker) newProc() *proc {
 func (p *proc) renew(t *Tracker) {
 	t.serials++
 	*p = proc{start: p.start, ino: p.ino, gen: p.gen, stuck: p.stuck, stuckMemFile: p.stuckMemFile,
-		memFile: p.memFile, q: p.q, lastEvent: p.lastEvent, serial: t.serials}
+		memFile: p.memFile, q: p.q, lastEvent: p.lastEvent, pubEventAt: p.pubEventAt, serial: t.serials}
 }
 
 type quarantine struct {
@@ -123,6 +125,9 @@ type Tracker struct {
 	reports     reports
 	scanned     bool
 	overruns    int
+	livePubs    int // live publications
+	// reads counts the reads since the last scan finished, by outcome.
+	reads [numOutcomes]int64
 
 	outcomes outcomeTable
 	snap     atomic.Pointer[Snapshot]
@@ -155,6 +160,10 @@ type Tracker struct {
 	// pubLostAt is the clock when publication events were last dropped:
 	// processes checked before then are due for a read.
 	pubLostAt int64
+	// lastListed is the clock of the last listing of the host; forceList
+	// makes the next scan list it (ScanSoon).
+	lastListed int64
+	forceList  bool
 
 	ready  chan struct{} // closed when the first scan finished
 	probes chan *probeWait
@@ -171,6 +180,7 @@ type Tracker struct {
 
 // scanState is the scan in progress.
 type scanState struct {
+	light      bool // no listing (lightScan)
 	gen        uint32
 	began      time.Time
 	pending    int // jobs not back yet
@@ -342,6 +352,7 @@ func (t *Tracker) scanSoon(done chan struct{}) {
 	if t.scan == nil {
 		if now := t.clock(); t.lastSoon == 0 || now-t.lastSoon >= int64(t.cfg.HintInterval) {
 			t.lastSoon = now
+			t.forceList = true
 			t.startScan()
 		}
 	}
@@ -630,6 +641,13 @@ func pop(q []*job) []*job {
 // at once after events were dropped.
 func (t *Tracker) startScan() {
 	t.runDue()
+	now := t.clock()
+	if t.live == ProcessEvents|PublicationEvents && !t.fullScan && !t.forceList && t.lastListed != 0 &&
+		now-t.lastListed < int64(eventsListInterval) {
+		t.lightScan()
+		return
+	}
+	t.forceList = false
 	entries, err := t.host.ListPids()
 	t.setListed(err)
 	if err != nil {
@@ -638,9 +656,10 @@ func (t *Tracker) startScan() {
 	t.gen++
 	s := &scanState{gen: t.gen, began: t.now()}
 	s.stats.Began = s.began
+	s.stats.Listed = true
 	s.stats.Processes = len(entries)
 	t.scan = s
-	now := t.clock()
+	t.lastListed = now
 	full := t.fullScan || t.live != ProcessEvents|PublicationEvents || t.lastFull == 0 ||
 		now-t.lastFull >= int64(t.cfg.ReconcileInterval)
 	if full {
@@ -841,16 +860,19 @@ func (t *Tracker) apply(r *request, scanGen uint32) {
 		return
 	}
 	defer t.resolved(r.pid)
+	o := r.outcome()
+	t.reads[o]++
 	p := t.procs[r.pid]
 	if p == nil || p.serial != r.serial {
 		return // it exited or exec'd meanwhile: the read is of the past
 	}
 	p.inflight = false
-	o := r.outcome()
-	if t.scan != nil && scanGen == t.scan.gen {
-		t.scan.stats.Reads[o]++
-	}
 	if o == OutcomeGone {
+		if err := t.host.CheckProcfs(); err != nil {
+			// Not gone: the procfs is (an unmounted /hostfs/proc).
+			t.setListed(err)
+			return
+		}
 		t.forget(r.pid, p)
 		return
 	}
@@ -928,6 +950,7 @@ func (t *Tracker) publish(pid int, p *proc, res result) {
 	switch {
 	case p.pub == nil:
 		kind = Published
+		t.livePubs++
 	case p.pub.Addr == res.addr && p.pub.Context.PublishedAt == res.ctx.PublishedAt:
 		return // the same context, read again (a new inode, say)
 	}
@@ -959,6 +982,7 @@ func (t *Tracker) endPublication(pid int, p *proc, kind ChangeKind) {
 	ended := *p.pub
 	ended.EndedAt = t.now()
 	p.pub = nil
+	t.livePubs--
 	if t.filter != nil {
 		_ = t.filter.Untrack(pid) // gone already when the process exited
 	}
@@ -992,9 +1016,7 @@ func (t *Tracker) stalled(r *request, scanGen uint32) {
 		return
 	}
 	defer t.resolved(r.pid)
-	if t.scan != nil && scanGen == t.scan.gen {
-		t.scan.stats.Reads[OutcomeStalled]++
-	}
+	t.reads[OutcomeStalled]++
 	p := t.procs[r.pid]
 	if p == nil {
 		return
@@ -1121,11 +1143,35 @@ func (t *Tracker) hint(pid int) {
 	}
 }
 
+// lightScan is a scan without a listing, while events tell of every fork
+// and exit: it expires retained publications and reports.
+func (t *Tracker) lightScan() {
+	if err := t.host.CheckProcfs(); err != nil {
+		t.setListed(err)
+		t.forceList = true // list once it is back: reads failed meanwhile
+		return
+	}
+	if t.health.listFailed() {
+		t.forceList = true
+		t.startScan() // it is back: the listing clears the problem
+		return
+	}
+	t.gen++
+	s := &scanState{gen: t.gen, began: t.now(), light: true}
+	s.stats.Began = s.began
+	s.stats.Publishers = t.livePubs
+	t.scan = s
+	t.finishScan()
+}
+
 // finishScan sweeps the processes the scan did not list, expires retained
 // publications and reports.
 func (t *Tracker) finishScan() {
 	s := t.scan
 	for pid, p := range t.procs {
+		if s.light {
+			break // nothing listed: nothing to sweep or count
+		}
 		if p.gen != s.gen && !p.inflight {
 			t.forget(pid, p)
 			continue
@@ -1143,7 +1189,12 @@ func (t *Tracker) finishScan() {
 		}
 	}
 	t.expire()
-	t.setScanned(s.stats.Denied)
+	if !s.light {
+		t.setScanned(s.stats.Denied)
+	}
+	// Every read since the last scan: the scan's, and those of events and
+	// probes between scans.
+	s.stats.Reads, t.reads = t.reads, [numOutcomes]int64{}
 	s.stats.Duration = t.now().Sub(s.began)
 	if !t.scanned {
 		close(t.ready)
@@ -1249,6 +1300,9 @@ func (t *Tracker) recomputeViews() {
 	}
 	t.dirty = true
 }
+
+// Host returns the host the tracker reads.
+func (t *Tracker) Host() Host { return t.host }
 
 // ReaderOf returns the procfs reader of a Host made by NewHost, for
 // callers that report its counters; nil for other hosts.

@@ -10,8 +10,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/plog"
+	"go.uber.org/zap"
 
+	"github.com/processctx/otelcol-processctx/internal/otep"
 	"github.com/processctx/otelcol-processctx/internal/pubtest"
+	"github.com/processctx/otelcol-processctx/internal/tracker"
 	"github.com/processctx/otelcol-processctx/internal/tracker/trackertest"
 )
 
@@ -206,4 +209,31 @@ func TestRealPidsCostNoProcIOWhenKnown(t *testing.T) {
 		v, ok := out.ResourceLogs().At(0).Resource().Attributes().Get("service.version")
 		return ok && v.Str() == "2"
 	}, 30*time.Second, 10*time.Millisecond, "the update is read at the next scan")
+}
+
+// With kernel events, a publication is read at its event: telemetry of a
+// pid known to publish nothing is enriched from the next batch on, long
+// before negative_ttl would have it read again.
+func TestPublicationEventEnrichesTheNextBatch(t *testing.T) {
+	pubtest.RequireRoot(t)
+	cfg := testConfig()
+	cfg.Cache.TTL, cfg.Cache.NegativeTTL = time.Hour, time.Hour
+	h := &harness{t: t}
+	h.build(cfg, func(ctx context.Context, logger *zap.Logger) (source, func(context.Context) error, error) {
+		tc := cfg.trackerConfig()
+		tc.Discovery = tracker.DiscoveryEvents
+		tr, err := tracker.Open(cfg.RootPath, cfg.limits(), tc, logger)
+		if err != nil {
+			return nil, nil, err
+		}
+		tr.Start()
+		h.tracker, h.reader = tr, tracker.ReaderOf(tr.Host())
+		return tr, tr.Stop, nil
+	})
+	p := pubtest.Start(t, pubtest.Go, pubtest.Options{})
+	assert.Equal(t, []string{""}, serviceNames(h.consumeLogs(resourceLogs(p.Pid))), "no context yet")
+	p.Publish(otep.EncodeStrings(map[string]string{"service.name": "published-now"}))
+	require.Eventually(t, func() bool {
+		return serviceNames(h.consumeLogs(resourceLogs(p.Pid)))[0] == "published-now"
+	}, 10*time.Second, time.Millisecond)
 }

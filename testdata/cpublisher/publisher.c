@@ -21,6 +21,9 @@
  *                               points at such a page
  *   unstall                  -> ok: unmaps the stalled page and closes the
  *                               userfaultfd, which ends the waits
+ *   fork                     -> ok <pid>: a child that only waits (it dies
+ *                               with this process); the context mapping is
+ *                               MADV_DONTFORK: the child has none
  *   exit                     -> ok, then exit 0
  * EOF on stdin -> exit 0.
  */
@@ -39,6 +42,7 @@
 #include <linux/userfaultfd.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <signal.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -660,6 +664,25 @@ static void cmd_stall(const char *what)
 	reply("ok 0x%" PRIxPTR, (uintptr_t)stall_addr);
 }
 
+static void cmd_fork(void)
+{
+	fflush(stdout);
+	pid_t pid = fork();
+	if (pid < 0) {
+		reply("err fork: %s", strerror(errno));
+		return;
+	}
+	if (pid == 0) {
+		/* The child must not read the parent's commands, and must not outlive it. */
+		(void)prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() == 1)
+			_exit(0);
+		for (;;)
+			pause();
+	}
+	reply("ok %ld", (long)pid);
+}
+
 static void cmd_unstall(void)
 {
 	if (stall_fd < 0) {
@@ -724,6 +747,8 @@ int main(int argc, char **argv)
 			cmd_stall(nargs > 0 ? args[0] : NULL);
 		} else if (strcmp(cmd, "unstall") == 0) {
 			cmd_unstall();
+		} else if (strcmp(cmd, "fork") == 0) {
+			cmd_fork();
 		} else if (strcmp(cmd, "exit") == 0) {
 			reply("ok");
 			free(line);

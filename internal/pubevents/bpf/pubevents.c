@@ -94,6 +94,12 @@ struct event {
 	__u64 len;
 	__u32 tgid;
 	enum event_kind kind;
+	/*
+	 * CLOCK_MONOTONIC ns, the clock of the proc connector's events: user
+	 * space orders the two streams with it (an exec reported after the
+	 * publication that followed it).
+	 */
+	__u64 time;
 };
 
 /* A tracked process's context mapping: [addr, addr+len). */
@@ -163,6 +169,7 @@ static __always_inline void emit(enum event_kind kind, __u32 tgid, __u64 addr, _
 	e->len = len;
 	e->tgid = tgid;
 	e->kind = kind;
+	e->time = bpf_ktime_get_ns();
 	bpf_ringbuf_submit(e, 0);
 }
 

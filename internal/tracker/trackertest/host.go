@@ -284,6 +284,13 @@ func (h *Host) SetAccess(err error) {
 	h.access = err
 }
 
+// CheckProcfs implements tracker.Host: it fails as ListPids does.
+func (h *Host) CheckProcfs() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.listErr
+}
+
 // Access implements tracker.Host.
 func (h *Host) Access() error {
 	h.mu.Lock()

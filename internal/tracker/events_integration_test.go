@@ -1,0 +1,231 @@
+package tracker_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/processctx/otelcol-processctx/internal/otep"
+	"github.com/processctx/otelcol-processctx/internal/pubtest"
+	"github.com/processctx/otelcol-processctx/internal/tracker"
+)
+
+// liveTracker runs a tracker of this host, opened as the components open
+// theirs (with the event sources discovery asks for), on the real clock.
+// With events, its scans and rescans are an hour apart: whatever it finds
+// within a test, events told it. Polling scans every 200 ms, with rescans
+// an hour apart: only the young schedule finds a late publisher.
+func liveTracker(t *testing.T, discovery tracker.Discovery) (*tracker.Tracker, *tracker.Subscription, *observer.ObservedLogs) {
+	t.Helper()
+	pubtest.RequireRoot(t)
+	cfg := tracker.DefaultConfig()
+	cfg.Discovery = discovery
+	cfg.RescanInterval, cfg.RescanMaxInterval = time.Hour, time.Hour
+	cfg.ScanInterval = time.Hour
+	if discovery == tracker.DiscoveryPoll {
+		cfg.ScanInterval = 200 * time.Millisecond
+	}
+	core, logs := observer.New(zap.InfoLevel)
+	tr, err := tracker.Open("/", otep.DefaultLimits(), cfg, zap.New(core))
+	require.NoError(t, err)
+	tr.Start()
+	t.Cleanup(func() { require.NoError(t, tr.Stop(context.Background())) })
+	sub, err := tr.Subscribe(context.Background())
+	require.NoError(t, err)
+	<-tr.Ready()
+	if discovery == tracker.DiscoveryEvents {
+		require.Equal(t, tracker.ProcessEvents|tracker.PublicationEvents, tr.LiveSources())
+	}
+	return tr, sub, logs
+}
+
+// changesOf waits for n changes of pid and returns them as "kind service".
+func changesOf(t *testing.T, tr *tracker.Tracker, sub *tracker.Subscription, pid, n int) []string {
+	t.Helper()
+	var got []string
+	deadline := time.After(30 * time.Second)
+	for len(got) < n {
+		select {
+		case <-sub.C():
+		case <-deadline:
+			_, o := tr.Snapshot().Lookup(pid)
+			t.Fatalf("pid %d: want %d changes, got %v; it is %s; events %+v, live %s", pid, n, got, o, tr.Events(), tr.LiveSources())
+		}
+		changes, _ := sub.Take()
+		for _, c := range changes {
+			if c.Process.PID != pid {
+				continue
+			}
+			svc, _ := c.Process.Context.Resource.Get("service.name")
+			got = append(got, kindName(c.Kind)+" "+svc.Str())
+		}
+	}
+	return got
+}
+
+func serviceContext(name string) []byte {
+	return otep.EncodeStrings(map[string]string{"service.name": name})
+}
+
+// A publisher that publishes 5 s after it started, then updates every 2 s.
+func TestLivePublisherLate(t *testing.T) {
+	for _, discovery := range []tracker.Discovery{tracker.DiscoveryEvents, tracker.DiscoveryPoll} {
+		t.Run(string(discovery), func(t *testing.T) {
+			t.Parallel()
+			tr, sub, _ := liveTracker(t, discovery)
+			p := pubtest.Start(t, pubtest.Go, pubtest.Options{})
+			time.Sleep(5 * time.Second) // the SDK starting up
+			p.Publish(serviceContext("late-v1"))
+			assert.Equal(t, []string{"published late-v1"}, changesOf(t, tr, sub, p.Pid, 1))
+			if discovery == tracker.DiscoveryPoll {
+				return // updates are read at the next scan: the older tests' subject
+			}
+			for _, v := range []string{"late-v2", "late-v3"} {
+				time.Sleep(2 * time.Second)
+				p.Update(serviceContext(v))
+				assert.Equal(t, []string{"updated " + v}, changesOf(t, tr, sub, p.Pid, 1))
+			}
+		})
+	}
+}
+
+func TestLiveExit(t *testing.T) {
+	tr, sub, _ := liveTracker(t, tracker.DiscoveryEvents)
+	p := pubtest.Start(t, pubtest.C, pubtest.Options{})
+	p.Publish(serviceContext("exits"))
+	assert.Equal(t, []string{"published exits"}, changesOf(t, tr, sub, p.Pid, 1))
+	p.Exit()
+	assert.Equal(t, []string{"exited exits"}, changesOf(t, tr, sub, p.Pid, 1))
+}
+
+func TestLiveUnpublish(t *testing.T) {
+	tr, sub, _ := liveTracker(t, tracker.DiscoveryEvents)
+	p := pubtest.Start(t, pubtest.C, pubtest.Options{})
+	p.Publish(serviceContext("unmaps"))
+	assert.Equal(t, []string{"published unmaps"}, changesOf(t, tr, sub, p.Pid, 1))
+	p.Unpublish() // munmap: the eBPF program watches the publication
+	assert.Equal(t, []string{"unpublished unmaps"}, changesOf(t, tr, sub, p.Pid, 1))
+}
+
+// A process that starts as a shell, then execs into a publisher.
+func TestLiveExecIntoPublisher(t *testing.T) {
+	for _, discovery := range []tracker.Discovery{tracker.DiscoveryEvents, tracker.DiscoveryPoll} {
+		t.Run(string(discovery), func(t *testing.T) {
+			t.Parallel()
+			tr, sub, _ := liveTracker(t, discovery)
+			bin := pubtest.Binary(t, pubtest.Go)
+			cmd := exec.Command("/bin/sh", "-c", "sleep 1; exec "+bin+" -service-name exec-"+string(discovery))
+			require.NoError(t, cmd.Start())
+			t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+			assert.Equal(t, []string{"published exec-" + string(discovery)}, changesOf(t, tr, sub, cmd.Process.Pid, 1))
+		})
+	}
+}
+
+// A publisher's forked child has no context (MADV_DONTFORK): with events
+// the tracker knows so from the fork alone, without reading it.
+func TestLiveFork(t *testing.T) {
+	tr, sub, _ := liveTracker(t, tracker.DiscoveryEvents)
+	p := pubtest.Start(t, pubtest.C, pubtest.Options{})
+	p.Publish(serviceContext("parent"))
+	assert.Equal(t, []string{"published parent"}, changesOf(t, tr, sub, p.Pid, 1))
+	child := p.Fork()
+	require.Eventually(t, func() bool {
+		_, o := tr.Snapshot().Lookup(child)
+		return o == tracker.OutcomeNoContext
+	}, 10*time.Second, time.Millisecond)
+	got, _ := tr.Snapshot().Lookup(p.Pid)
+	require.NotNil(t, got)
+	assert.True(t, got.Live(), "the parent still publishes")
+}
+
+// Storm: short-lived processes beside publishers; every publisher is
+// stated and deleted, and the tracker forgets the storm's processes.
+func TestLiveStorm(t *testing.T) {
+	tr, sub, _ := liveTracker(t, tracker.DiscoveryEvents)
+	storm := buildStorm(t)
+	cmd := exec.Command(storm, "2000", "3", "10")
+	out := &strings.Builder{}
+	cmd.Stdout = out
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	for i := range 5 {
+		p := pubtest.Start(t, pubtest.C, pubtest.Options{})
+		name := fmt.Sprintf("storm-%d", i)
+		p.Publish(serviceContext(name))
+		assert.Equal(t, []string{"published " + name}, changesOf(t, tr, sub, p.Pid, 1))
+		p.Exit()
+		assert.Equal(t, []string{"exited " + name}, changesOf(t, tr, sub, p.Pid, 1))
+	}
+	require.NoError(t, cmd.Wait())
+	assert.Contains(t, out.String(), "started ")
+	t.Logf("storm: %s; events %+v", strings.TrimSpace(out.String()), tr.Events())
+}
+
+// buildStorm compiles testdata/storm.
+func buildStorm(t testing.TB) string {
+	t.Helper()
+	bin := t.TempDir() + "/storm"
+	cc := exec.Command("gcc", "-O2", "-Wall", "-Wextra", "-Werror", "-std=gnu11", "-o", bin, pubtest.RepoRoot()+"/testdata/storm/storm.c")
+	if out, err := cc.CombinedOutput(); err != nil {
+		t.Fatalf("build storm (gcc is required): %v\n%s", err, out)
+	}
+	return bin
+}
+
+const fallbackHelperEnv = "PROCESSCTX_TEST_FALLBACK_PID"
+
+// TestFallbackAsHelper is the body of TestLiveFallbackWithoutCapabilities'
+// helper process, which runs as another user with only CAP_SYS_PTRACE and
+// CAP_DAC_READ_SEARCH: it reports what the tracker used and found.
+func TestFallbackAsHelper(t *testing.T) {
+	pid, err := strconv.Atoi(os.Getenv(fallbackHelperEnv))
+	if err != nil {
+		t.Skip("only runs as a helper process")
+	}
+	cfg := tracker.DefaultConfig()
+	cfg.ScanInterval = 200 * time.Millisecond
+	core, logs := observer.New(zap.InfoLevel)
+	tr, err := tracker.Open("/", otep.DefaultLimits(), cfg, zap.New(core))
+	require.NoError(t, err)
+	tr.Start()
+	defer func() { _ = tr.Stop(context.Background()) }()
+	<-tr.Ready()
+	got, _ := tr.Snapshot().Lookup(pid)
+	found := got != nil
+	info := logs.FilterMessageSnippet("Process discovery").All()
+	require.Len(t, info, 1)
+	fmt.Printf("live=%s found=%v publication_events=%s\n", tr.LiveSources(), found, info[0].ContextMap()["publication_events"])
+}
+
+// Without CAP_BPF and CAP_PERFMON the tracker polls for publications and
+// still finds them; it says so once.
+func TestLiveFallbackWithoutCapabilities(t *testing.T) {
+	pubtest.RequireRoot(t)
+	p := pubtest.Start(t, pubtest.Go, pubtest.Options{})
+	p.Publish(serviceContext("root-owned"))
+	self := pubtest.ExecutableCopy(t, os.Args[0], "tracker.test")
+	cmd := exec.Command(self, "-test.run=^TestFallbackAsHelper$", "-test.v")
+	cmd.Env = append(os.Environ(), fallbackHelperEnv+"="+strconv.Itoa(p.Pid))
+	const capSysPtrace, capDACReadSearch = 19, 2
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		Credential:  &syscall.Credential{Uid: 65534, Gid: 65534},
+		AmbientCaps: []uintptr{capSysPtrace, capDACReadSearch},
+	}
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	assert.Contains(t, string(out), "found=true", "%s", out)
+	assert.Contains(t, string(out), "publication_events=unavailable: ", "%s", out)
+	assert.NotContains(t, string(out), "live=process, publication", "%s", out)
+}
