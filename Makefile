@@ -16,7 +16,8 @@ GO_SOURCES := $(shell find . -name '*.go' -not -path './_build/*') go.mod go.sum
 FUZZ_TARGETS := \
 	./internal/otep:FuzzParseMapsLine \
 	./internal/otep:FuzzParseHeader \
-	./internal/otep:FuzzDecodePayload
+	./internal/otep:FuzzDecodePayload \
+	./internal/procevents:FuzzParseEvent
 
 MDATAGEN  := $(BIN)/mdatagen
 # Every component and package with a metadata.yaml (mdatagen's own are not).

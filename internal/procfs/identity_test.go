@@ -476,3 +476,17 @@ func BenchmarkIdentity(b *testing.B) {
 		}
 	}
 }
+
+// Kernel threads are told apart by PF_KTHREAD: kthreadd (pid 2) is one,
+// this process is not.
+func TestStatKernelThread(t *testing.T) {
+	fs, err := NewFS("/")
+	require.NoError(t, err)
+	st, err := fs.Stat(2)
+	require.NoError(t, err)
+	assert.True(t, st.KernelThread, "kthreadd")
+	assert.NotZero(t, st.StartTicks)
+	st, err = fs.Stat(os.Getpid())
+	require.NoError(t, err)
+	assert.False(t, st.KernelThread)
+}

@@ -27,13 +27,32 @@ const statBufSize = 1024
 // path of a scan: one open, read and close into a stack buffer, no allocation
 // (unless the procfs path is very long).
 func (fs *FS) StartTime(pid int) (uint64, error) {
+	st, err := fs.Stat(pid)
+	return st.StartTicks, err
+}
+
+// Stat is what the tracker reads of a process it sees for the first time.
+type Stat struct {
+	// StartTicks is the start time in clock ticks since boot (field 22).
+	StartTicks uint64
+	// KernelThread: a kernel thread (PF_KTHREAD in field 9), which has no
+	// user memory and never publishes.
+	KernelThread bool
+}
+
+// Stat reads the start time and whether pid is a kernel thread, from one
+// read of /proc/<pid>/stat; its errors are StartTime's.
+func (fs *FS) Stat(pid int) (Stat, error) {
 	var buf [statBufSize]byte
 	st, err := fs.statFields(pid, &buf)
 	if err != nil {
-		return 0, err
+		return Stat{}, err
 	}
-	return st.start, nil
+	return Stat{StartTicks: st.start, KernelThread: st.flags&pfKthread != 0}, nil
 }
+
+// pfKthread is PF_KTHREAD of include/linux/sched.h.
+const pfKthread = 0x00200000
 
 // statFields reads and parses /proc/<pid>/stat through buf; the comm of the
 // result points into buf. A zombie or dead process is ErrProcessGone.
@@ -112,6 +131,7 @@ type statLine struct {
 	comm  []byte // field 2 without the parentheses; a sub-slice of the input
 	state byte   // field 3
 	ppid  int    // field 4
+	flags uint64 // field 9, the task's PF_* flags
 	start uint64 // field 22, clock ticks since boot
 }
 
@@ -166,6 +186,12 @@ func parseStatLine(data []byte) (statLine, error) {
 				return st, fmt.Errorf("ppid %q: %w", string(v), errMalformedStat)
 			}
 			st.ppid = int(ppid)
+		case 9:
+			flags, ok := parseDecimalUint(v)
+			if !ok {
+				return st, fmt.Errorf("flags %q: %w", string(v), errMalformedStat)
+			}
+			st.flags = flags
 		case 22:
 			start, ok := parseDecimalUint(v)
 			if !ok {

@@ -360,7 +360,7 @@ func (t *Tracker) afterRead(pid int, p *proc, r *request, o Outcome) {
 		t.readForEvent(pid, p)
 		return
 	}
-	if p.pub != nil {
+	if p.pub != nil || p.kernel {
 		p.retries, p.young = 0, youngDone
 		return
 	}

@@ -229,3 +229,63 @@ func TestLiveFallbackWithoutCapabilities(t *testing.T) {
 	assert.Contains(t, string(out), "publication_events=unavailable: ", "%s", out)
 	assert.NotContains(t, string(out), "live=process, publication", "%s", out)
 }
+
+// Short-lived publishers started from a shell: each is a fork of the shell
+// that execs the C publisher, which publishes at once and lives 2 s. A
+// scan that meets one between its fork and its exec sees the shell's image,
+// without a context; exec keeps the pid, start time and /proc inode. With
+// events the exec and the publication are reported; polling reads young
+// processes again within their first seconds. Every one is found.
+func TestLiveShortLivedPublishersFromAShell(t *testing.T) {
+	const n = 120
+	for _, discovery := range []tracker.Discovery{tracker.DiscoveryEvents, tracker.DiscoveryPoll} {
+		t.Run(string(discovery), func(t *testing.T) {
+			tr, sub, _ := liveTracker(t, discovery)
+			cpub := pubtest.Binary(t, pubtest.C)
+			payload := fmt.Sprintf("%x", serviceContext("short-lived"))
+			script := fmt.Sprintf(`for i in $(seq %d); do (printf 'publish %s\n'; sleep 2) | %s >/dev/null & echo $!; done; wait`, n, payload, cpub)
+			cmd := exec.Command("/bin/sh", "-c", script)
+			out, err := cmd.StdoutPipe()
+			require.NoError(t, err)
+			require.NoError(t, cmd.Start())
+			t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+			want := map[int]bool{}
+			var line []byte
+			buf := make([]byte, 1)
+			for len(want) < n {
+				if _, err := out.Read(buf); err != nil {
+					t.Fatalf("shell: %v after %d pids", err, len(want))
+				}
+				if buf[0] != '\n' {
+					line = append(line, buf[0])
+					continue
+				}
+				pid, err := strconv.Atoi(string(line))
+				require.NoError(t, err)
+				want[pid] = true
+				line = line[:0]
+			}
+			found := map[int]bool{}
+			deadline := time.After(time.Minute)
+			for len(found) < n {
+				select {
+				case <-sub.C():
+				case <-deadline:
+					var missing []int
+					for pid := range want {
+						if !found[pid] {
+							missing = append(missing, pid)
+						}
+					}
+					t.Fatalf("%d of %d publishers never reported: %v (events %+v)", len(missing), n, missing, tr.Events())
+				}
+				changes, _ := sub.Take()
+				for _, c := range changes {
+					if c.Kind == tracker.Published && want[c.Process.PID] {
+						found[c.Process.PID] = true
+					}
+				}
+			}
+		})
+	}
+}

@@ -15,8 +15,9 @@ type Host interface {
 	// directory, valid until the next call. Only the tracker's loop calls
 	// it.
 	ListPids() ([]procfs.PidEntry, error)
-	// StartTime returns the start time of pid in clock ticks.
-	StartTime(pid int) (uint64, error)
+	// Stat returns the start time of pid in clock ticks and whether it is
+	// a kernel thread.
+	Stat(pid int) (procfs.Stat, error)
 	// FindMapping returns the context mapping of pid.
 	FindMapping(pid int) (otep.Mapping, error)
 	// ReadContext reads the context whose header is at addr; see
@@ -57,7 +58,7 @@ func NewHost(fs *procfs.FS, limits otep.Limits) (Host, error) {
 
 func (h *procHost) ListPids() ([]procfs.PidEntry, error) { return h.lister.List(h.fs) }
 
-func (h *procHost) StartTime(pid int) (uint64, error) { return h.fs.StartTime(pid) }
+func (h *procHost) Stat(pid int) (procfs.Stat, error) { return h.fs.Stat(pid) }
 
 func (h *procHost) FindMapping(pid int) (otep.Mapping, error) { return h.reader.FindMapping(pid) }
 

@@ -55,6 +55,7 @@ type result struct {
 	ctx       otep.Context
 	changed   bool             // opRefresh: a new context was read
 	relocated bool             // opRefresh: the header was gone and the maps were read again
+	kernel    bool             // opDiscover: a kernel thread
 	identity  *procfs.Identity // with a new context
 	exe, why  string           // opDescribe
 }
@@ -363,12 +364,18 @@ func (p *pool) exec(r *request) {
 		}
 		return
 	case opDiscover:
-		start, err := h.StartTime(r.pid)
+		st, err := h.Stat(r.pid)
 		if err != nil {
 			r.res.err = fmt.Errorf("start time: %w", err)
 			return
 		}
-		r.res.start = start
+		r.res.start = st.StartTicks
+		if st.KernelThread {
+			// No user memory: nothing to find.
+			r.res.kernel = true
+			r.res.err = fmt.Errorf("pid %d: kernel thread: %w", r.pid, otep.ErrNoContext)
+			return
+		}
 	case opLocate:
 		r.res.start = r.start
 	case opRefresh:

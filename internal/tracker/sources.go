@@ -23,6 +23,11 @@ func openProcessEvents() (EventSource, error) {
 
 func (s *processSource) Sources() Sources { return ProcessEvents }
 
+// processBatchWait is how long the process source lets events gather
+// after a read that found few: under a storm of short-lived processes, one
+// read and one wake-up of the tracker for many events instead of one each.
+const processBatchWait = 2 * time.Millisecond
+
 func (s *processSource) Run(notify func(Event)) error {
 	var buf [256]procevents.Event
 	for {
@@ -49,6 +54,8 @@ func (s *processSource) Run(notify func(Event)) error {
 			return nil
 		case err != nil:
 			return fmt.Errorf("proc connector: %w", err)
+		case n < len(buf)/4:
+			time.Sleep(processBatchWait) // the socket holds what comes meanwhile
 		}
 	}
 }

@@ -56,6 +56,8 @@ type proc struct {
 	// forked: known from a fork event, not read: it has no context
 	// (MADV_DONTFORK) until it execs.
 	forked bool
+	// kernel: a kernel thread, never read again.
+	kernel bool
 	// again: an event came while a read was in progress: read again.
 	again   bool
 	young   uint8  // young reads done (youngDelays)
@@ -221,7 +223,6 @@ func New(host Host, cfg Config, logger *zap.Logger, opts ...Option) (*Tracker, e
 		probes:  make(chan *probeWait, 64),
 		hints:   make(chan int, 256),
 		soon:    make(chan chan struct{}, 1),
-		events:  make(chan Event, eventQueueSize),
 		// lostWake wakes the loop when events were dropped.
 		lostWake: make(chan struct{}, 1),
 		control:  make(chan func()),
@@ -233,6 +234,9 @@ func New(host Host, cfg Config, logger *zap.Logger, opts ...Option) (*Tracker, e
 		o(t)
 	}
 	t.stoppedSources = make(chan sourceStopped, len(t.sources))
+	if len(t.sources) > 0 {
+		t.events = make(chan Event, eventQueueSize) // nil without sources: never ready
+	}
 	t.publishSnapshot()
 	return t, nil
 }
@@ -694,6 +698,7 @@ func (t *Tracker) startScan() {
 			if full {
 				b.add(t, p, request{pid: pid, op: opRefresh, start: p.start, addr: p.pub.Addr, last: p.pub.Context.PublishedAt, via: p.via()})
 			}
+		case p.kernel:
 		case p.status != OutcomeGone && now-p.checked >= int64(t.rescanDelay(p)):
 			s.candidates = append(s.candidates, pid)
 		}
@@ -894,6 +899,7 @@ func (t *Tracker) apply(r *request, scanGen uint32) {
 	if o == OutcomeOK || o == OutcomeUnchanged || o == OutcomeNoContext {
 		p.q = nil
 	}
+	p.kernel = r.res.kernel
 	switch r.op {
 	case opRefresh:
 		t.applyRefresh(r, p, o)
@@ -1132,7 +1138,7 @@ func (t *Tracker) hint(pid int) {
 		p.inflight = true
 		t.procs[pid] = p
 		t.enqueue(&job{reqs: []request{{pid: pid, op: opDiscover, serial: p.serial}}})
-	case p.inflight, p.pub != nil, p.stuck && p.stuckMemFile, p.status == OutcomeGone:
+	case p.inflight, p.pub != nil, p.kernel, p.stuck && p.stuckMemFile, p.status == OutcomeGone:
 	case p.q != nil && now < p.q.until:
 	case p.start == 0:
 		p.inflight = true

@@ -706,3 +706,17 @@ func TestConfigValidate(t *testing.T) {
 		assert.Contains(t, err.Error(), want)
 	}
 }
+
+// A kernel thread has no user memory: its maps are never read.
+func TestKernelThreadsNotRead(t *testing.T) {
+	host := trackertest.NewHost()
+	host.Add(2).Kernel = true
+	h := newHarness(t, testConfig(), host)
+	_, o := h.tr.Snapshot().Lookup(2)
+	assert.Equal(t, tracker.OutcomeNoContext, o)
+	h.clock.Advance(time.Hour)
+	h.rescan()
+	h.tr.Hint(2)
+	h.rescan()
+	assert.Zero(t, host.Count(trackertest.MethodMaps))
+}

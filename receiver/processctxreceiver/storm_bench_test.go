@@ -1,6 +1,9 @@
 package processctxreceiver
 
 import (
+	"bufio"
+	"context"
+	"encoding/hex"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -22,10 +25,11 @@ import (
 // STORM_SECONDS) beside 100 publishers that come and go (each lives 0.5 to
 // 4 s, then is killed and replaced), through a receiver with kernel events
 // and the default settings. It reports the growth of this process's
-// resident set over the storm, its CPU time per storm process, and the
-// events the tracker dropped; it fails when a publisher that lived at
-// least a second lacks its state or delete event. Run it with
-// -benchtime=1x.
+// resident set over the storm and the receiver's CPU time per storm
+// process: this process's CPU time less that of the same storm and
+// publishers without a receiver, run just before (the baseline). It fails
+// when a publisher that lived at least a second lacks its state or delete
+// event. Run it with -benchtime=1x.
 func BenchmarkStorm(b *testing.B) {
 	pubtest.RequireRoot(b)
 	rate, seconds := envInt(b, "STORM_RATE", 5000), envInt(b, "STORM_SECONDS", 30)
@@ -35,75 +39,17 @@ func BenchmarkStorm(b *testing.B) {
 	if out, err := cc.CombinedOutput(); err != nil {
 		b.Fatalf("build storm (gcc is required): %v\n%s", err, out)
 	}
+	cpub := pubtest.Binary(b, pubtest.C)
+	sr := stormRun{storm: storm, cpub: cpub, rate: rate, seconds: seconds}
 	for b.Loop() {
+		base := sr.run(b, nil)
+
 		a := newArrivals()
 		r := startBenchReceiver(b, tracker.DiscoveryEvents, a)
-		rssStart, cpuStart := rss(b), cpuTime()
 		lostStart := r.tracker.Events().Lost
-
-		cmd := exec.Command(storm, strconv.Itoa(rate), strconv.Itoa(seconds), "10")
-		var out strings.Builder
-		cmd.Stdout = &out
-		if err := cmd.Start(); err != nil {
-			b.Fatal(err)
-		}
-		stormDone := make(chan error, 1)
-		go func() { stormDone <- cmd.Wait() }()
-
-		// 100 publisher slots, each replacing its publisher when it ends.
-		type lived struct {
-			pid     int
-			service string
-			life    time.Duration
-		}
-		var (
-			mu   sync.Mutex
-			all  []lived
-			stop = make(chan struct{})
-			wg   sync.WaitGroup
-		)
-		for slot := range 100 {
-			wg.Go(func() {
-				for n := 0; ; n++ {
-					select {
-					case <-stop:
-						return
-					default:
-					}
-					p := pubtest.Start(b, pubtest.C, pubtest.Options{})
-					svc := fmt.Sprintf("storm-%d-%d", slot, n)
-					p.Publish(otep.EncodeStrings(map[string]string{"service.name": svc}))
-					began := time.Now()
-					time.Sleep(500*time.Millisecond + rand.N(3500*time.Millisecond))
-					p.Kill()
-					mu.Lock()
-					all = append(all, lived{pid: p.Pid, service: svc, life: time.Since(began)})
-					mu.Unlock()
-				}
-			})
-		}
-		peak := rssStart
-		ticker := time.NewTicker(100 * time.Millisecond)
-	storming:
-		for {
-			select {
-			case err := <-stormDone:
-				if err != nil {
-					b.Fatalf("storm: %v", err)
-				}
-				break storming
-			case <-ticker.C:
-				peak = max(peak, rss(b))
-			}
-		}
-		ticker.Stop()
-		close(stop)
-		wg.Wait()
-		cpu := cpuTime() - cpuStart
-		started, _ := strconv.Atoi(strings.TrimPrefix(strings.TrimSpace(out.String()), "started "))
-
+		got := sr.run(b, a)
 		missing := 0
-		for _, l := range all {
+		for _, l := range got.publishers {
 			if l.life < time.Second {
 				continue
 			}
@@ -115,14 +61,101 @@ func BenchmarkStorm(b *testing.B) {
 			}
 		}
 		if missing > 0 {
-			b.Fatalf("%d of %d publishers that lived at least a second lack an event", missing, len(all))
+			b.Fatalf("%d of %d publishers that lived at least a second lack an event", missing, len(got.publishers))
 		}
-		b.ReportMetric(float64(peak-rssStart)/(1<<20), "rss-growth-MiB")
-		b.ReportMetric(float64(cpu.Nanoseconds())/float64(max(started, 1)), "cpu-ns/process")
-		b.ReportMetric(float64(started)/float64(seconds), "processes/s")
-		b.ReportMetric(float64(len(all)), "publishers")
+		b.ReportMetric(float64(got.rssGrowth)/(1<<20), "rss-growth-MiB")
+		b.ReportMetric(float64((got.cpu-base.cpu).Nanoseconds())/float64(max(got.started, 1)), "cpu-ns/process")
+		b.ReportMetric(float64(base.cpu.Nanoseconds())/float64(max(base.started, 1)), "baseline-cpu-ns/process")
+		b.ReportMetric(float64(got.started)/float64(seconds), "processes/s")
+		b.ReportMetric(float64(len(got.publishers)), "publishers")
 		b.ReportMetric(float64(r.tracker.Events().Lost-lostStart), "events-lost")
+		_ = r.Shutdown(context.Background())
 	}
+}
+
+// stormRun is the storm and the publishers' churn.
+type stormRun struct {
+	storm, cpub   string
+	rate, seconds int
+}
+
+// lived is a publisher of the storm and how long it lived.
+type lived struct {
+	pid     int
+	service string
+	life    time.Duration
+}
+
+type stormResult struct {
+	cpu        time.Duration // this process's CPU time over the storm
+	rssGrowth  int64         // peak resident set over its start
+	started    int           // short-lived processes started
+	publishers []lived
+}
+
+// run runs one storm; a, when set, is where the receiver's events go (only
+// so that its publishers' services are distinct per run).
+func (sr stormRun) run(b *testing.B, a *arrivals) stormResult {
+	b.Helper()
+	rssStart, cpuStart := rss(b), cpuTime()
+	cmd := exec.Command(sr.storm, strconv.Itoa(sr.rate), strconv.Itoa(sr.seconds), "10")
+	var out strings.Builder
+	cmd.Stdout = &out
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	stormDone := make(chan error, 1)
+	go func() { stormDone <- cmd.Wait() }()
+
+	// 100 publisher slots, each replacing its publisher when it ends.
+	var (
+		mu   sync.Mutex
+		all  []lived
+		stop = make(chan struct{})
+		wg   sync.WaitGroup
+	)
+	tag := "base"
+	if a != nil {
+		tag = "rcv"
+	}
+	for slot := range 100 {
+		wg.Go(func() {
+			for n := 0; ; n++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				svc := fmt.Sprintf("storm-%s-%d-%d", tag, slot, n)
+				pid, end := startShortPublisher(b, sr.cpub, svc)
+				began := time.Now()
+				time.Sleep(500*time.Millisecond + rand.N(3500*time.Millisecond))
+				end()
+				mu.Lock()
+				all = append(all, lived{pid: pid, service: svc, life: time.Since(began)})
+				mu.Unlock()
+			}
+		})
+	}
+	peak := rssStart
+	ticker := time.NewTicker(100 * time.Millisecond)
+storming:
+	for {
+		select {
+		case err := <-stormDone:
+			if err != nil {
+				b.Fatalf("storm: %v", err)
+			}
+			break storming
+		case <-ticker.C:
+			peak = max(peak, rss(b))
+		}
+	}
+	ticker.Stop()
+	close(stop)
+	wg.Wait()
+	started, _ := strconv.Atoi(strings.TrimPrefix(strings.TrimSpace(out.String()), "started "))
+	return stormResult{cpu: cpuTime() - cpuStart, rssGrowth: peak - rssStart, started: started, publishers: all}
 }
 
 func envInt(b *testing.B, name string, def int) int {
@@ -136,4 +169,45 @@ func envInt(b *testing.B, name string, def int) int {
 		b.Fatalf("%s=%q: want a positive number", name, v)
 	}
 	return n
+}
+
+// startShortPublisher starts the C publisher publishing svc and returns its
+// pid and a function that kills it and waits for it: unlike pubtest's, it
+// keeps nothing once ended, so that the storm's publishers do not grow the
+// resident set being measured.
+func startShortPublisher(b *testing.B, cpub, svc string) (int, func()) {
+	cmd := exec.Command(cpub)
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		b.Error(err)
+		return 0, func() {}
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Error(err)
+		return 0, func() {}
+	}
+	if err := cmd.Start(); err != nil {
+		b.Error(err)
+		return 0, func() {}
+	}
+	end := func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }
+	rd := bufio.NewReader(out)
+	if _, err := rd.ReadString('\n'); err != nil { // ready <pid>
+		end()
+		b.Error(err)
+		return 0, func() {}
+	}
+	payload := hex.EncodeToString(otep.EncodeStrings(map[string]string{"service.name": svc}))
+	if _, err := fmt.Fprintf(in, "publish %s\n", payload); err != nil {
+		end()
+		b.Error(err)
+		return 0, func() {}
+	}
+	if reply, err := rd.ReadString('\n'); err != nil || !strings.HasPrefix(reply, "ok ") {
+		end()
+		b.Errorf("publish: %q, %v", reply, err)
+		return 0, func() {}
+	}
+	return cmd.Process.Pid, end
 }

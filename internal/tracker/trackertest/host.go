@@ -55,6 +55,8 @@ type Proc struct {
 	NSpid       []int
 	// Why is what ExplainDenied says.
 	Why string
+	// Kernel makes it a kernel thread.
+	Kernel bool
 }
 
 var _ tracker.Host = (*Host)(nil)
@@ -211,13 +213,13 @@ func (h *Host) ListPids() ([]procfs.PidEntry, error) {
 	return h.entries, nil
 }
 
-// StartTime implements tracker.Host.
-func (h *Host) StartTime(pid int) (uint64, error) {
+// Stat implements tracker.Host.
+func (h *Host) Stat(pid int) (procfs.Stat, error) {
 	p, err := h.enter(MethodStart, pid)
 	if err != nil {
-		return 0, err
+		return procfs.Stat{}, err
 	}
-	return p.Start, nil
+	return procfs.Stat{StartTicks: p.Start, KernelThread: p.Kernel}, nil
 }
 
 // FindMapping implements tracker.Host.
