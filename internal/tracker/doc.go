@@ -4,13 +4,19 @@
 // container id, pid in their namespace), when they changed, exited or
 // stopped answering.
 //
-// A Tracker polls the host on a schedule (discovery of new pids, a
-// timestamp read per publisher, bounded rescans of processes without a
-// context for late publishers), answers probes for pids it does not know
-// yet, and keeps ended publications for a retention period so that late
-// telemetry is still enriched. It reads processes through the Host
-// interface (NewHost reads the real procfs), so its logic is tested on
-// fakes.
+// A Tracker acts on the kernel's events (EventSource: the proc connector's
+// fork, exec and exit; an eBPF program's publish, update and unmap of a
+// context) and polls the host for what no running source delivers
+// (discovery of new pids, a timestamp read per publisher, bounded rescans
+// of processes without a context for late publishers, short re-reads of
+// young processes). While both sources run, a scan lists the host once a
+// minute and reads timestamps and rescans once per Config.ReconcileInterval;
+// dropped events make the next scan read what they could have told. It
+// answers probes for pids it does not know yet, and keeps ended
+// publications for a retention period so that late telemetry is still
+// enriched. It reads processes through the Host interface (NewHost reads
+// the real procfs; Open adds the event sources), so its logic is tested on
+// fakes (trackertest: a host, a clock, an event source).
 //
 // Nothing a process does can stall it: every read of a process (its stat,
 // maps, memory and identity files) runs on a reader goroutine under a
