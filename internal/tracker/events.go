@@ -224,12 +224,18 @@ func (t *Tracker) onLost() {
 // exits and forks (the listing) and, reading every publisher's timestamp,
 // the execs and updates; processes without a context read before now are
 // due again when publications may have been missed.
+//
+// Those scans start at once, but at most once per Config.HintInterval: a
+// process that floods the ring buffer with prctl calls gets a full scan
+// every few seconds, not a scan loop.
 func (t *Tracker) missed(s Sources) {
 	t.fullScan = true
+	now := t.clock()
 	if s&PublicationEvents != 0 {
-		t.pubLostAt = t.clock()
+		t.pubLostAt = now
 	}
-	if t.scan == nil {
+	if t.scan == nil && (t.lastMissed == 0 || now-t.lastMissed >= int64(t.cfg.HintInterval)) {
+		t.lastMissed = now
 		t.startScan()
 	}
 }

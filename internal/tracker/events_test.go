@@ -348,3 +348,18 @@ func TestEventsProcfsGone(t *testing.T) {
 	require.NotNil(t, p)
 	assert.True(t, p.Live())
 }
+
+// A flood of dropped events (a process flooding the ring buffer with
+// prctl calls) is one scan: the drops are coalesced, and the scans they
+// start paced by the hint interval.
+func TestLostEventsPaced(t *testing.T) {
+	host := trackertest.NewHost()
+	host.Add(160)
+	h, src := eventHarness(t, host, bothSources)
+	host.ResetCounts()
+	for range 50 {
+		src.Send(tracker.Event{Kind: tracker.EventLost, Source: tracker.PublicationEvents})
+	}
+	h.settle() // itself a listing: the drops asked for a full scan
+	assert.LessOrEqual(t, host.Count("list"), 2)
+}

@@ -166,6 +166,8 @@ type Tracker struct {
 	// makes the next scan list it (ScanSoon).
 	lastListed int64
 	forceList  bool
+	// lastMissed is the clock of the last scan started for dropped events.
+	lastMissed int64
 
 	ready  chan struct{} // closed when the first scan finished
 	probes chan *probeWait
