@@ -363,3 +363,26 @@ func TestLostEventsPaced(t *testing.T) {
 	h.settle() // itself a listing: the drops asked for a full scan
 	assert.LessOrEqual(t, host.Count("list"), 2)
 }
+
+// A young process is read again five times in its first 38 s (1, 3, 8, 18
+// and 38 s after a scan met it), then only on the rescan schedule: the
+// cost of the exec race's cure without events.
+func TestPollYoungReadsBounded(t *testing.T) {
+	host := trackertest.NewHost()
+	cfg := testConfig()
+	cfg.RescanInterval, cfg.RescanMaxInterval = time.Hour, time.Hour
+	h := newHarness(t, cfg, host)
+	host.Add(170)
+	host.ResetCounts()
+	h.rescan() // meets it: the first read
+	for range 120 {
+		h.clock.Advance(time.Second)
+		h.rescan()
+	}
+	require.Eventually(t, func() bool { return host.Count(trackertest.MethodMaps) == 6 }, 10*time.Second, time.Millisecond)
+	for range 10 {
+		h.clock.Advance(time.Second)
+		h.rescan()
+	}
+	assert.Equal(t, 6, host.Count(trackertest.MethodMaps))
+}
