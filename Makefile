@@ -10,6 +10,8 @@ GOLANGCI  := github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
 BUILDER   := $(GOBIN)/builder
 BUILDER_VERSION := v0.165.0
 COLLECTOR := $(BIN)/otelcol-processctx
+# The collector's OCI image (make image; Containerfile).
+IMAGE     ?= localhost/otelcol-processctx:0.1.0
 GO_SOURCES := $(shell find . -name '*.go' -not -path './_build/*') go.mod go.sum
 
 # package:target pairs of every Go fuzz target
@@ -17,13 +19,14 @@ FUZZ_TARGETS := \
 	./internal/otep:FuzzParseMapsLine \
 	./internal/otep:FuzzParseHeader \
 	./internal/otep:FuzzDecodePayload \
-	./internal/procevents:FuzzParseEvent
+	./internal/procevents:FuzzParseEvent \
+	./internal/procfs:FuzzCgroup
 
 MDATAGEN  := $(BIN)/mdatagen
 # Every component and package with a metadata.yaml (mdatagen's own are not).
 METADATA  := $(shell find . -name metadata.yaml -not -path './tools/*' -not -path './_build/*' | sort)
 
-.PHONY: all build tools run test unit fuzz-smoke fuzz bench lint clean generate check-generated
+.PHONY: all build tools image run test unit fuzz-smoke fuzz bench lint clean generate check-generated
 
 all: build
 
@@ -32,9 +35,18 @@ build: $(COLLECTOR) tools
 
 $(COLLECTOR): builder-config.yaml $(GO_SOURCES)
 	@test -x $(BUILDER) || $(GO) install go.opentelemetry.io/collector/cmd/builder@$(BUILDER_VERSION)
-	$(BUILDER) --config builder-config.yaml
+	CGO_ENABLED=0 $(BUILDER) --config builder-config.yaml
 	@mkdir -p $(BIN)
 	cp _build/otelcol-processctx $(COLLECTOR)
+
+# The OCI image: the static collector and the image's default config, from
+# scratch, with podman (no registry needed). The context is a staging
+# directory holding just what the Containerfile copies.
+image: $(COLLECTOR)
+	@rm -rf _image && mkdir -p _image
+	cp $(COLLECTOR) deploy/container/config.yaml _image/
+	cp /etc/ssl/certs/ca-certificates.crt _image/
+	podman build --quiet --tag $(IMAGE) --file Containerfile _image
 
 tools:
 	$(GO) build -o $(BIN)/ctxpublisher ./cmd/ctxpublisher
@@ -49,7 +61,7 @@ run: build
 
 # Everything: unit and integration tests with real publisher processes, the
 # end-to-end tests through the built collector, and a fuzz smoke run.
-test: build unit fuzz-smoke
+test: build image unit fuzz-smoke
 
 unit:
 	$(GO) vet ./...

@@ -3,8 +3,8 @@
 // filesystem mounted in a container (e.g. "/hostfs"): listing pids with
 // their inode numbers, the start time that tells a reused pid from its
 // previous process, the identity of a process (executable, command line,
-// owner, NSpid, container id from the cgroup path), user names from the
-// root's passwd file, and why a process cannot be read.
+// owner, NSpid, container id and Kubernetes pod uid from the cgroup path),
+// user names from the root's passwd file, and why a process cannot be read.
 //
 // Small parsers over procfs text, in the manner of prometheus/procfs (which
 // it uses for exe, cmdline and status); the hot path (StartTime) allocates

@@ -45,6 +45,10 @@ type Identity struct {
 	// ContainerID (container.id) is derived from /proc/<pid>/cgroup; "" when
 	// the process is not in a recognized container.
 	ContainerID string
+	// PodUID (k8s.pod.uid) is the uid of the Kubernetes pod named by
+	// /proc/<pid>/cgroup, in canonical form; "" when the process is not in a
+	// pod's cgroup (or is in a static pod's, which has no API uid there).
+	PodUID string
 }
 
 // VPID returns the pid in the innermost pid namespace of the process (the
@@ -150,6 +154,7 @@ func (r *IdentityReader) Identity(pid int) (Identity, error) {
 	}
 	if cgroup, err := os.ReadFile(r.fs.Path(pid, "cgroup")); err == nil {
 		id.ContainerID = ContainerIDFromCgroup(cgroup)
+		id.PodUID = PodUIDFromCgroup(cgroup)
 	}
 
 	// The pid may have been reused while the fields above were read: they

@@ -124,6 +124,9 @@ func (c *core) stop(ctx context.Context) error {
 	return st.stop(ctx)
 }
 
+// podUIDKey is k8s.pod.uid, taken from the process's cgroup.
+const podUIDKey = "k8s.pod.uid"
+
 // enrichment is what the processor stamps for one publication: computed
 // once per publication by the tracker (a View), read by every batch.
 type enrichment struct {
@@ -168,6 +171,11 @@ func (c *core) enrichmentOf(p *tracker.Process) any {
 		if _, done := e.attrs.Get(k); !done && c.filter.keep(k) && !slices.Contains(identityKeys[:], k) {
 			v.CopyTo(e.attrs.PutEmpty(k))
 		}
+	}
+	// What the host knows beside what the process published: the pod its
+	// cgroup names, for k8sattributes downstream (the host's view wins).
+	if uid := p.Identity.PodUID; uid != "" && c.filter.keep(podUIDKey) {
+		e.attrs.PutStr(podUIDKey, uid)
 	}
 	for k := range e.attrs.All() {
 		e.firstKey = k

@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/processctx/otelcol-processctx/internal/pubtest"
+	"github.com/processctx/otelcol-processctx/internal/tracker/trackertest"
 )
 
 // hostmetricsLike builds what the hostmetrics process scraper emits: one
@@ -234,4 +235,33 @@ func tracesWithPid(pid int) ptrace.Traces {
 	rs.Resource().Attributes().PutInt("process.pid", int64(pid))
 	rs.ScopeSpans().AppendEmpty().Spans().AppendEmpty().SetName("span")
 	return td
+}
+
+// k8s.pod.uid comes from the process's cgroup, not its publication: added
+// like a published key, and subject to include and exclude.
+func TestPodUID(t *testing.T) {
+	const uid = "5e0a1f2b-3c4d-4e5f-8a9b-0c1d2e3f4a5b"
+	for _, tt := range []struct {
+		name             string
+		include, exclude []string
+		want             any
+	}{
+		{"added", nil, nil, uid},
+		{"excluded", nil, []string{"k8s.pod.uid"}, nil},
+		{"not included", []string{"service.name"}, nil, nil},
+		{"included", []string{"service.name", "k8s.pod.uid"}, nil, uid},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			host := trackertest.NewHost()
+			host.Add(60).PodUID = uid
+			host.Publish(60, "in-a-pod")
+			cfg := fakeConfig()
+			cfg.Include, cfg.Exclude = tt.include, tt.exclude
+			h := newFakeHarness(t, cfg, host)
+			out := h.consumeLogs(resourceLogs(60))
+			got := out.ResourceLogs().At(0).Resource().Attributes().AsRaw()
+			assert.Equal(t, "in-a-pod", got["service.name"])
+			assert.Equal(t, tt.want, got["k8s.pod.uid"])
+		})
+	}
 }

@@ -198,6 +198,7 @@ func putHostView(m pcommon.Map, id procfs.Identity) {
 	putNonEmpty(m, "process.command_line", id.CommandLine)
 	putNonEmpty(m, "process.owner", id.Owner)
 	putNonEmpty(m, "container.id", id.ContainerID)
+	putNonEmpty(m, "k8s.pod.uid", id.PodUID)
 	if vpid := id.VPID(); vpid != id.PID {
 		m.PutInt("process.vpid", int64(vpid))
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -58,4 +59,25 @@ func TestRootPath(t *testing.T) {
 		require.ErrorContains(t, err, "mount the host's /proc at "+cfg.RootPath+"/proc")
 		require.NoError(t, rcv.Shutdown(context.Background()))
 	})
+}
+
+// A process in a Kubernetes pod's cgroup (systemd driver, cgroup v2, as
+// containerd names it) carries the pod's uid: k8sattributes downstream
+// takes over from k8s.pod.uid.
+func TestPodPublisherEntity(t *testing.T) {
+	pubtest.RequireRoot(t)
+	raw := make([]byte, 32)
+	_, err := rand.Read(raw)
+	require.NoError(t, err)
+	id := hex.EncodeToString(raw)
+	const uid = "5e0a1f2b-3c4d-4e5f-8a9b-0c1d2e3f4a5b"
+	slice := "/sys/fs/cgroup/unified/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" +
+		strings.ReplaceAll(uid, "-", "_") + ".slice/cri-containerd-" + id + ".scope"
+
+	r := startReceiver(t, testConfig())
+	p := pubtest.StartContained(t, pubtest.C, slice)
+	p.Publish(otep.EncodeStrings(map[string]string{"service.name": "in-a-pod"}))
+	e := r.waitEvents(t, p.HostPid(), 1)[0]
+	assert.Equal(t, id, e.description["container.id"])
+	assert.Equal(t, uid, e.description["k8s.pod.uid"])
 }

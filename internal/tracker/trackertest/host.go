@@ -52,6 +52,7 @@ type Proc struct {
 	Block       string
 	Exe         string
 	ContainerID string
+	PodUID      string
 	NSpid       []int
 	// Why is what ExplainDenied says.
 	Why string
@@ -259,7 +260,7 @@ func (h *Host) Identity(pid int) (procfs.Identity, error) {
 		return procfs.Identity{}, err
 	}
 	return procfs.Identity{PID: pid, StartTicks: p.Start, ExecutableName: p.Exe,
-		ContainerID: p.ContainerID, NSpid: append([]int(nil), p.NSpid...), UID: -1}, nil
+		ContainerID: p.ContainerID, PodUID: p.PodUID, NSpid: append([]int(nil), p.NSpid...), UID: -1}, nil
 }
 
 // Executable implements tracker.Host.
