@@ -132,7 +132,7 @@ type containerized struct {
 func startContainerizedPublisher(t *testing.T, image, service string) *containerized {
 	t.Helper()
 	name := containerName("pub")
-	cmd := exec.Command(podman(t), "run", "--rm", "-i", "--name", name, image)
+	cmd := exec.Command(podman(t), "run", "--rm", "-i", "--network", "none", "--name", name, image)
 	p := pubtest.StartCommand(t, pubtest.C, cmd)
 	t.Cleanup(func() { _ = exec.Command(podman(t), "rm", "-f", "-t", "0", name).Run() })
 	require.Equal(t, 1, p.Pid, "pid 1 in its container")
