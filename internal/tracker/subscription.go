@@ -51,6 +51,11 @@ type ScanStats struct {
 	// Denied and Quarantined count the processes that cannot be read for
 	// lack of permission, and those quarantined after a stalled read.
 	Denied, Quarantined int
+	// Tracked is what the tracker keeps after the scan: every process it
+	// knows plus the ended publications it retains (Retained of them). On a
+	// host whose processes come and go it returns to its level once the
+	// retention has passed.
+	Tracked, Retained int
 }
 
 // maxPendingStats bounds the scan summaries a slow subscriber has not

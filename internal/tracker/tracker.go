@@ -1197,6 +1197,8 @@ func (t *Tracker) finishScan() {
 		}
 	}
 	t.expire()
+	s.stats.Retained = len(t.retained)
+	s.stats.Tracked = len(t.procs) + s.stats.Retained
 	if !s.light {
 		t.setScanned(s.stats.Denied)
 	}

@@ -678,6 +678,25 @@ func TestScanStats(t *testing.T) {
 	assert.Equal(t, 2, last.Processes)
 	assert.Equal(t, 1, last.Publishers)
 	assert.Equal(t, int64(1), last.Reads[tracker.OutcomeUnchanged])
+	assert.Equal(t, 2, last.Tracked)
+	assert.Zero(t, last.Retained)
+
+	// What the tracker keeps returns to its level once the retention of
+	// the ended publication has passed.
+	lastStats := func() tracker.ScanStats {
+		h.rescan()
+		_, stats := h.sub.Take()
+		require.NotEmpty(t, stats)
+		return stats[len(stats)-1]
+	}
+	host.Remove(2)
+	after := lastStats()
+	assert.Equal(t, 1, after.Retained, "the exited publisher is retained")
+	assert.Equal(t, 2, after.Tracked, "one process and one retained publication")
+	h.clock.Advance(testConfig().Retention)
+	after = lastStats()
+	assert.Zero(t, after.Retained)
+	assert.Equal(t, 1, after.Tracked)
 }
 
 func TestOutcomeOf(t *testing.T) {

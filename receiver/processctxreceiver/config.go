@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/config/configretry"
 
 	"github.com/processctx/otelcol-processctx/internal/otep"
 	"github.com/processctx/otelcol-processctx/internal/tracker"
@@ -49,6 +50,26 @@ type Config struct {
 	Include MatchConfig `mapstructure:"include"`
 	// Exclude drops the entity events of processes whose executable matches.
 	Exclude MatchConfig `mapstructure:"exclude"`
+	// RetryOnFailure schedules the retries of entity events the next
+	// consumer refused with a retryable error (memory_limiter, a full
+	// queue). Events are retried until delivered, unless max_elapsed_time
+	// (0 by default: no limit) gives up on older ones; disabled, refused
+	// events are dropped and counted.
+	RetryOnFailure configretry.BackOffConfig `mapstructure:"retry_on_failure"`
+	// QueueSize bounds the entity events waiting for delivery; beyond it
+	// the oldest state events are dropped first (each live entity is
+	// stated again every report_interval), then the oldest deletes. A
+	// delete waits at most report_interval.
+	QueueSize int `mapstructure:"queue_size"`
+}
+
+// defaultRetry is the exporters' backoff, sooner at first (entity events
+// are few and small) and without an end: the queue bounds what waits.
+func defaultRetry() configretry.BackOffConfig {
+	cfg := configretry.NewDefaultBackOffConfig()
+	cfg.InitialInterval = time.Second
+	cfg.MaxElapsedTime = 0
+	return cfg
 }
 
 func createDefaultConfig() *Config {
@@ -57,15 +78,20 @@ func createDefaultConfig() *Config {
 		ReportInterval: 5 * time.Minute,
 		RootPath:       "/",
 		MaxPayloadSize: otep.DefaultLimits().MaxPayloadSize,
+		RetryOnFailure: defaultRetry(),
+		QueueSize:      10000,
 	}
 }
 
 // Validate implements confmap.Validator.
 func (c *Config) Validate() error {
-	// confmap validates the embedded ScanSettings.
+	// confmap validates the embedded ScanSettings and RetryOnFailure.
 	var errs []error
 	if c.ReportInterval <= 0 {
 		errs = append(errs, fmt.Errorf("report_interval must be positive, got %s", c.ReportInterval))
+	}
+	if c.QueueSize <= 0 {
+		errs = append(errs, fmt.Errorf("queue_size must be positive, got %d", c.QueueSize))
 	}
 	switch c.EntityEventFormat {
 	case FormatLibrary, FormatLegacy, FormatSpec:

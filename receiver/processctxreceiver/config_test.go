@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/config/configretry"
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/confmap/confmaptest"
 	"go.opentelemetry.io/collector/consumer/consumertest"
@@ -59,6 +60,11 @@ func TestLoadConfig(t *testing.T) {
 				Tracker:           &trackerID,
 				Include:           MatchConfig{MatchType: MatchTypeRegexp, Names: []string{"^java$", "^python3"}},
 				Exclude:           MatchConfig{MatchType: MatchTypeStrict, Names: []string{"python3-debug"}},
+				RetryOnFailure: configretry.BackOffConfig{
+					Enabled: true, InitialInterval: 2 * time.Second, RandomizationFactor: 0.1,
+					Multiplier: 2, MaxInterval: time.Minute, MaxElapsedTime: time.Hour,
+				},
+				QueueSize: 500,
 			},
 		},
 		{id: component.NewIDWithName(metadata.Type, "invalid_interval"), wantErr: `"collection_interval": requires positive value`},
@@ -78,6 +84,8 @@ func TestLoadConfig(t *testing.T) {
 		{id: component.NewIDWithName(metadata.Type, "invalid_payload"), wantErr: "max_payload_size: max payload size must be positive"},
 		{id: component.NewIDWithName(metadata.Type, "invalid_pattern"), wantErr: `exclude.executables: bad pattern "[java"`},
 		{id: component.NewIDWithName(metadata.Type, "invalid_read_timeout"), wantErr: "read_timeout must be positive, got 0s"},
+		{id: component.NewIDWithName(metadata.Type, "invalid_queue_size"), wantErr: "queue_size must be positive, got 0"},
+		{id: component.NewIDWithName(metadata.Type, "invalid_retry"), wantErr: "retry_on_failure: multiplier value must be greater than or equal to 0"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.id.String(), func(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/consumer/consumererror"
 	"go.opentelemetry.io/collector/receiver"
 	"go.opentelemetry.io/collector/receiver/receiverhelper"
 	"go.opentelemetry.io/otel/attribute"
@@ -35,9 +36,10 @@ type processContextReceiver struct {
 	telemetry *metadata.TelemetryBuilder
 	// outcomes are the attribute sets of the reads metric, parallel to
 	// tracker.Outcomes.
-	outcomes []metric.AddOption
-	obsrecv  *receiverhelper.ObsReport
-	now      func() time.Time
+	outcomes    []metric.AddOption
+	dropReasons [numDropReasons]metric.AddOption
+	obsrecv     *receiverhelper.ObsReport
+	now         func() time.Time
 
 	tracker *tracker.Tracker
 	release func(context.Context) error
@@ -46,6 +48,8 @@ type processContextReceiver struct {
 	stopStatus func()
 	sub        *tracker.Subscription
 	events     *eventWriter
+	outbox     *outbox
+	delivery   deliveryState
 	filter     executableFilter
 	// reported holds the live entities stated so far, with when.
 	reported map[tracker.Key]*reportedEntity
@@ -75,6 +79,8 @@ func newReceiver(set receiver.Settings, cfg *Config, next consumer.Logs) (*proce
 	r := &processContextReceiver{
 		cfg: cfg, settings: set, next: next, telemetry: tb, obsrecv: obsrecv, now: time.Now,
 		events:   newEventWriter(cfg.EntityEventFormat, cfg.ReportInterval),
+		outbox:   newOutbox(cfg.QueueSize, cfg.ReportInterval, cfg.RetryOnFailure.MaxElapsedTime),
+		delivery: newDeliveryState(cfg.RetryOnFailure),
 		filter:   newExecutableFilter(cfg.Include, cfg.Exclude),
 		reported: map[tracker.Key]*reportedEntity{},
 	}
@@ -90,6 +96,9 @@ func newReceiver(set receiver.Settings, cfg *Config, next consumer.Logs) (*proce
 	}
 	for _, o := range tracker.Outcomes {
 		r.outcomes = append(r.outcomes, metric.WithAttributeSet(attribute.NewSet(attribute.String("outcome", o.String()))))
+	}
+	for d := range numDropReasons {
+		r.dropReasons[d] = metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", d.String())))
 	}
 	return r, nil
 }
@@ -143,19 +152,25 @@ func (r *processContextReceiver) run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-r.sub.C():
+			changes, scans := r.sub.Take()
+			now := r.now()
+			for _, c := range changes {
+				r.handle(now, c)
+			}
+			for _, s := range scans {
+				r.record(ctx, s)
+			}
+			if len(scans) > 0 {
+				r.reportDue(now)
+			}
+			if r.delivery.waiting() {
+				r.recordOutbox(ctx)
+				continue // the retry's timer decides when
+			}
+		case <-r.delivery.retry():
+			r.delivery.fired()
 		}
-		changes, scans := r.sub.Take()
-		now := r.now()
-		for _, c := range changes {
-			r.handle(now, c)
-		}
-		for _, s := range scans {
-			r.record(ctx, s)
-		}
-		if len(scans) > 0 {
-			r.reportDue(now)
-		}
-		r.flush(ctx)
+		r.deliver(ctx)
 	}
 }
 
@@ -166,7 +181,7 @@ func (r *processContextReceiver) handle(now time.Time, c tracker.Change) {
 		if !r.filter.selects(p.Identity.ExecutableName) {
 			return
 		}
-		r.events.state(now, p)
+		r.outbox.addState(p, now)
 		r.reported[p.Key] = &reportedEntity{p: p, at: now}
 		return
 	}
@@ -181,14 +196,14 @@ func (r *processContextReceiver) handle(now time.Time, c tracker.Change) {
 	case tracker.Invalidated:
 		reason = reasonInvalid
 	}
-	r.events.delete(now, p, reason)
+	r.outbox.addDelete(p, now, reason)
 }
 
 // reportDue states again every live entity not stated for report_interval.
 func (r *processContextReceiver) reportDue(now time.Time) {
 	for _, e := range r.reported {
 		if now.Sub(e.at) >= r.cfg.ReportInterval {
-			r.events.state(now, e.p)
+			r.outbox.addState(e.p, now)
 			e.at = now
 		}
 	}
@@ -199,6 +214,7 @@ func (r *processContextReceiver) record(ctx context.Context, s tracker.ScanStats
 	tb.ReceiverProcessContextScannedProcesses.Add(ctx, int64(s.Processes))
 	tb.ReceiverProcessContextContexts.Record(ctx, int64(s.Publishers))
 	tb.ReceiverProcessContextScanDuration.Record(ctx, s.Duration.Seconds())
+	tb.ReceiverProcessContextTrackedProcesses.Record(ctx, int64(s.Tracked))
 	for i, o := range tracker.Outcomes {
 		if n := s.Reads[o]; n > 0 {
 			tb.ReceiverProcessContextReads.Add(ctx, n, r.outcomes[i])
@@ -206,17 +222,57 @@ func (r *processContextReceiver) record(ctx context.Context, s tracker.ScanStats
 	}
 }
 
-func (r *processContextReceiver) flush(ctx context.Context) {
-	if r.events.len() == 0 {
+// deliver hands the pending entity events to the next consumer, batch by
+// batch, until it has them all or refuses.
+func (r *processContextReceiver) deliver(ctx context.Context) {
+	defer r.recordOutbox(ctx)
+	r.outbox.expire(r.now())
+	for r.outbox.len() > 0 && ctx.Err() == nil {
+		states, deletes := r.outbox.batch()
+		err := r.consume(ctx, states, deletes)
+		switch {
+		case err == nil:
+			r.outbox.done(len(states), len(deletes))
+			r.delivery.delivered(r.settings.Logger)
+			continue
+		case errors.Is(err, context.Canceled):
+			return // shutting down: Shutdown makes the last attempt
+		case consumererror.IsPermanent(err):
+			r.outbox.drop(len(states), len(deletes), dropPermanent)
+			r.delivery.permanent(r.settings.Logger, len(states)+len(deletes), err)
+			continue
+		case !r.cfg.RetryOnFailure.Enabled:
+			r.outbox.drop(len(states), len(deletes), dropRefused)
+			r.delivery.dropped(r.settings.Logger, len(states)+len(deletes), err)
+			return
+		}
+		r.delivery.refused(r.settings.Logger, r.outbox.len(), err)
 		return
 	}
+}
+
+// consume builds one batch of events and hands it over.
+func (r *processContextReceiver) consume(ctx context.Context, states, deletes []*pendingEvent) error {
+	for _, e := range states {
+		r.events.state(e.at, e.p)
+	}
+	for _, e := range deletes {
+		r.events.delete(e.at, e.p, e.reason)
+	}
 	logs := r.events.take()
-	n := logs.LogRecordCount()
 	obsCtx := r.obsrecv.StartLogsOp(ctx)
 	err := r.next.ConsumeLogs(obsCtx, logs)
-	r.obsrecv.EndLogsOp(obsCtx, metadata.Type.String(), n, err)
-	if err != nil && !errors.Is(err, context.Canceled) {
-		r.settings.Logger.Warn("Entity events were refused by the next consumer", zap.Int("events", n), zap.Error(err))
+	r.obsrecv.EndLogsOp(obsCtx, metadata.Type.String(), len(states)+len(deletes), err)
+	return err
+}
+
+func (r *processContextReceiver) recordOutbox(ctx context.Context) {
+	tb := r.telemetry
+	tb.ReceiverProcessContextEntityEventsPending.Record(ctx, int64(r.outbox.len()))
+	for reason, n := range r.outbox.takeDropped() {
+		if n > 0 {
+			tb.ReceiverProcessContextEntityEventsDropped.Add(ctx, n, r.dropReasons[reason])
+		}
 	}
 }
 
@@ -230,9 +286,18 @@ func (r *processContextReceiver) Shutdown(ctx context.Context) error {
 	var errs []error
 	select {
 	case <-r.done:
+		// One last attempt at what is pending: events refused a moment
+		// ago, and the changes the loop did not take.
+		changes, _ := r.sub.Take()
+		now := r.now()
+		for _, c := range changes {
+			r.handle(now, c)
+		}
+		r.deliver(ctx)
 	case <-ctx.Done():
 		errs = append(errs, ctx.Err())
 	}
+	r.delivery.stop()
 	r.stopStatus()
 	r.sub.Close()
 	r.telemetry.Shutdown()

@@ -12,9 +12,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/receiver"
 	"go.opentelemetry.io/collector/receiver/receivertest"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.yaml.in/yaml/v3"
@@ -110,17 +112,25 @@ type running struct {
 func startReceiver(t *testing.T, cfg *Config) *running {
 	t.Helper()
 	sink := new(consumertest.LogsSink)
+	r := startReceiverTo(t, cfg, receivertest.NewNopSettings(metadata.Type), sink)
+	r.sink = sink
+	return r
+}
+
+// startReceiverTo starts a receiver whose events go to next (the sink of
+// the result is nil).
+func startReceiverTo(t *testing.T, cfg *Config, set receiver.Settings, next consumer.Logs) *running {
+	t.Helper()
 	tel := componenttest.NewTelemetry()
-	set := receivertest.NewNopSettings(metadata.Type)
-	set.TelemetrySettings = tel.NewTelemetrySettings()
-	rcv, err := newReceiver(set, cfg, sink)
+	set.MeterProvider = tel.NewTelemetrySettings().MeterProvider
+	rcv, err := newReceiver(set, cfg, next)
 	require.NoError(t, err)
 	require.NoError(t, rcv.Start(context.Background(), componenttest.NewNopHost()))
 	t.Cleanup(func() {
 		require.NoError(t, rcv.Shutdown(context.Background()))
 		require.NoError(t, tel.Shutdown(context.Background()))
 	})
-	return &running{sink: sink, rcv: rcv, tel: tel}
+	return &running{rcv: rcv, tel: tel}
 }
 
 // waitEvents waits until pid has n events and returns them.

@@ -22,6 +22,11 @@ type otlpServer struct {
 	mu       sync.Mutex
 	logs     []plog.Logs
 	profiles []pprofile.Profiles
+	// refuse, while set, is the error every export gets (e.g. a gRPC
+	// Unavailable status, which the collector's exporters treat as
+	// retryable); refused counts the exports refused.
+	refuse  error
+	refused int
 }
 
 type profilesService struct {
@@ -45,12 +50,30 @@ func startOTLPServer(t *testing.T) *otlpServer {
 }
 
 func (s *otlpServer) Export(_ context.Context, req plogotlp.ExportRequest) (plogotlp.ExportResponse, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.refuse != nil {
+		s.refused++
+		return plogotlp.NewExportResponse(), s.refuse
+	}
 	logs := plog.NewLogs()
 	req.Logs().CopyTo(logs)
-	s.mu.Lock()
 	s.logs = append(s.logs, logs)
-	s.mu.Unlock()
 	return plogotlp.NewExportResponse(), nil
+}
+
+// setRefuse makes every later log export fail with err (nil: accept).
+func (s *otlpServer) setRefuse(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.refuse = err
+}
+
+// refusals returns how many log exports were refused.
+func (s *otlpServer) refusals() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.refused
 }
 
 func (p *profilesService) Export(_ context.Context, req pprofileotlp.ExportRequest) (pprofileotlp.ExportResponse, error) {
@@ -72,4 +95,46 @@ func (s *otlpServer) allProfiles() []pprofile.Profiles {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]pprofile.Profiles(nil), s.profiles...)
+}
+
+// observingServer is an OTLP/gRPC server on loopback that keeps nothing:
+// every export is handed to a callback while the request is being served
+// (the soak tests count millions of records). A nil callback accepts.
+type observingServer struct {
+	plogotlp.UnimplementedGRPCServer
+	onLogs func(plog.Logs)
+}
+
+type observingProfiles struct {
+	pprofileotlp.UnimplementedGRPCServer
+	onProfiles func(pprofile.Profiles)
+}
+
+// startObservingServer starts an observingServer and returns its address.
+func startObservingServer(t *testing.T, onLogs func(plog.Logs), onProfiles func(pprofile.Profiles)) string {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := grpc.NewServer()
+	plogotlp.RegisterGRPCServer(g, &observingServer{onLogs: onLogs})
+	pprofileotlp.RegisterGRPCServer(g, &observingProfiles{onProfiles: onProfiles})
+	go func() { _ = g.Serve(lis) }()
+	t.Cleanup(g.Stop)
+	return lis.Addr().String()
+}
+
+func (s *observingServer) Export(_ context.Context, req plogotlp.ExportRequest) (plogotlp.ExportResponse, error) {
+	if s.onLogs != nil {
+		s.onLogs(req.Logs())
+	}
+	return plogotlp.NewExportResponse(), nil
+}
+
+func (p *observingProfiles) Export(_ context.Context, req pprofileotlp.ExportRequest) (pprofileotlp.ExportResponse, error) {
+	if p.onProfiles != nil {
+		p.onProfiles(req.Profiles())
+	}
+	return pprofileotlp.NewExportResponse(), nil
 }

@@ -23,13 +23,16 @@ func Tracer(settings component.TelemetrySettings) trace.Tracer {
 // TelemetryBuilder provides an interface for components to report telemetry
 // as defined in metadata and user config.
 type TelemetryBuilder struct {
-	meter                                  metric.Meter
-	mu                                     sync.Mutex
-	registrations                          []metric.Registration
-	ReceiverProcessContextContexts         metric.Int64Gauge
-	ReceiverProcessContextReads            metric.Int64Counter
-	ReceiverProcessContextScanDuration     metric.Float64Histogram
-	ReceiverProcessContextScannedProcesses metric.Int64Counter
+	meter                                     metric.Meter
+	mu                                        sync.Mutex
+	registrations                             []metric.Registration
+	ReceiverProcessContextContexts            metric.Int64Gauge
+	ReceiverProcessContextEntityEventsDropped metric.Int64Counter
+	ReceiverProcessContextEntityEventsPending metric.Int64Gauge
+	ReceiverProcessContextReads               metric.Int64Counter
+	ReceiverProcessContextScanDuration        metric.Float64Histogram
+	ReceiverProcessContextScannedProcesses    metric.Int64Counter
+	ReceiverProcessContextTrackedProcesses    metric.Int64Gauge
 }
 
 // TelemetryBuilderOption applies changes to default builder.
@@ -67,6 +70,18 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		metric.WithUnit("{process}"),
 	)
 	errs = errors.Join(errs, err)
+	builder.ReceiverProcessContextEntityEventsDropped, err = builder.meter.Int64Counter(
+		"otelcol_receiver_process_context_entity_events_dropped",
+		metric.WithDescription("Entity events given up: the oldest state events when queue_size is reached, deletes past their retention, events refused with a permanent error or while retry_on_failure is disabled. [Development]"),
+		metric.WithUnit("{event}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ReceiverProcessContextEntityEventsPending, err = builder.meter.Int64Gauge(
+		"otelcol_receiver_process_context_entity_events_pending",
+		metric.WithDescription("Entity events waiting for the next consumer to accept them. [Development]"),
+		metric.WithUnit("{event}"),
+	)
+	errs = errors.Join(errs, err)
 	builder.ReceiverProcessContextReads, err = builder.meter.Int64Counter(
 		"otelcol_receiver_process_context_reads",
 		metric.WithDescription("Reads of processes by the scans, by outcome. [Development]"),
@@ -83,6 +98,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	builder.ReceiverProcessContextScannedProcesses, err = builder.meter.Int64Counter(
 		"otelcol_receiver_process_context_scanned_processes",
 		metric.WithDescription("Processes listed by the scans. [Development]"),
+		metric.WithUnit("{process}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ReceiverProcessContextTrackedProcesses, err = builder.meter.Int64Gauge(
+		"otelcol_receiver_process_context_tracked_processes",
+		metric.WithDescription("What the process tracker keeps after a scan: every process it knows, plus the ended publications it retains. [Development]"),
 		metric.WithUnit("{process}"),
 	)
 	errs = errors.Join(errs, err)
