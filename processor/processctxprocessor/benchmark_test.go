@@ -123,7 +123,11 @@ func BenchmarkLogsResourcePid(b *testing.B) {
 	ctx := context.Background()
 	src := benchLogs(pubs)
 	warmUp(b, h, src)
-	io := h.io()
+	pids := make([]int, len(pubs))
+	for i, p := range pubs {
+		pids[i] = p.Pid
+	}
+	before := h.mapsReads.of(pids...)
 
 	logsRounds(b, src, publishedKeys(pubs), func(ld plog.Logs) {
 		if _, err := h.direct.processLogs(ctx, ld); err != nil {
@@ -131,8 +135,8 @@ func BenchmarkLogsResourcePid(b *testing.B) {
 		}
 	})
 	b.StopTimer()
-	if h.io().Maps != io.Maps {
-		b.Fatalf("the processor read maps files: %+v -> %+v", io, h.io())
+	if after := h.mapsReads.of(pids...); after != before {
+		b.Fatalf("the publishers' maps were read %d times while the processor ran", after-before)
 	}
 }
 

@@ -3,6 +3,7 @@ package processctxprocessor
 import (
 	"context"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
@@ -47,9 +48,11 @@ type harness struct {
 	direct *instance
 
 	tracker *tracker.Tracker
-	reader  *reader.Reader     // the real host's, nil for a fake host
-	host    *trackertest.Host  // the fake host, nil for the real one
-	clock   *trackertest.Clock // the fake host's clock
+	reader  *reader.Reader // the real host's, nil for a fake host
+	// mapsReads counts the maps reads of each pid on the real host.
+	mapsReads *mapsCountingHost
+	host      *trackertest.Host  // the fake host, nil for the real one
+	clock     *trackertest.Clock // the fake host's clock
 
 	logsSink     *consumertest.LogsSink
 	metricsSink  *consumertest.MetricsSink
@@ -78,7 +81,8 @@ func newHarness(t testing.TB, cfg *Config) *harness {
 		if err != nil {
 			return nil, nil, err
 		}
-		tr, err := tracker.New(host, cfg.trackerConfig(), logger)
+		h.mapsReads = &mapsCountingHost{Host: host, reads: map[int]int{}}
+		tr, err := tracker.New(h.mapsReads, cfg.trackerConfig(), logger)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -169,6 +173,33 @@ func (h *harness) rescan() {
 // and memory reads.
 type ioCounts struct {
 	Maps, Memory uint64
+}
+
+// mapsCountingHost counts the maps reads of each pid: the host's other
+// processes come and go (other tests run beside), so counts of the
+// reader's are not the processor's alone.
+type mapsCountingHost struct {
+	tracker.Host
+	mu    sync.Mutex
+	reads map[int]int
+}
+
+func (m *mapsCountingHost) FindMapping(pid int) (otep.Mapping, error) {
+	m.mu.Lock()
+	m.reads[pid]++
+	m.mu.Unlock()
+	return m.Host.FindMapping(pid)
+}
+
+// of returns how many times the maps of pids were read.
+func (m *mapsCountingHost) of(pids ...int) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for _, pid := range pids {
+		n += m.reads[pid]
+	}
+	return n
 }
 
 func (h *harness) io() ioCounts {

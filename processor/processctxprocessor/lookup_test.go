@@ -197,12 +197,12 @@ func TestRealPidsCostNoProcIOWhenKnown(t *testing.T) {
 	out := h.consumeLogs(resourceLogs(pids...))
 	assert.Equal(t, []string{"cart", "payment", "", ""}, serviceNames(out))
 
-	before := h.io()
+	before := h.mapsReads.of(a.Pid, b.Pid)
 	for range 5 {
 		out = h.consumeLogs(resourceLogs(a.Pid, b.Pid, noContextPID()))
 		assert.Equal(t, []string{"cart", "payment", ""}, serviceNames(out))
 	}
-	assert.Equal(t, before.Maps, h.io().Maps, "no maps read for known pids")
+	assert.Equal(t, before, h.mapsReads.of(a.Pid, b.Pid), "no maps read for known publishers")
 	a.update(t, withAttrs(a.resource, map[string]any{"service.version": "2"}))
 	require.Eventually(t, func() bool {
 		out := h.consumeLogs(resourceLogs(a.Pid))

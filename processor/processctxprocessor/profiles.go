@@ -3,12 +3,14 @@ package processctxprocessor
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
 	"hash/fnv"
 	"slices"
 	"unsafe"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pprofile"
+	"go.uber.org/zap"
 )
 
 // processProfiles enriches each resource by its pid (eBPF profiler builds
@@ -20,6 +22,12 @@ func (p *instance) processProfiles(ctx context.Context, pd pprofile.Profiles) (p
 		return pd, nil
 	}
 	defer b.finish(p.tel, &p.batches)
+	if hasAttributeReferences(pd.ResourceProfiles()) {
+		if err := resolveReferences(pd); err != nil {
+			// Never dropped: passed on as it came (minus what pdata converted).
+			p.logger.Debug("Profiles with attribute references pass through", zap.Error(err))
+		}
+	}
 	rps := pd.ResourceProfiles()
 	pr := profilesRun{p: p, b: b, rps: rps, dict: pd.Dictionary()}
 	n := rps.Len()
@@ -37,6 +45,41 @@ func (p *instance) processProfiles(ctx context.Context, pd pprofile.Profiles) (p
 		rps.RemoveIf(removeMarked[pprofile.ResourceProfiles](pr.emptied))
 	}
 	return pd, nil
+}
+
+// hasAttributeReferences reports whether a resource has an attribute
+// without a key: a string table reference. pdata's marshalers turn the
+// resource attributes of mutable profiles into references in place (the
+// otlphttp exporter marshals so), so a batch retried after the next
+// consumer marshaled it comes back so: its pid would not be found, and a
+// regrouped resource would be enriched again beside the references. An
+// attribute sent with an empty key also counts: such batches pay the round
+// trip of resolveReferences, and are still enriched.
+func hasAttributeReferences(rps pprofile.ResourceProfilesSlice) bool {
+	for _, rp := range rps.All() {
+		for k := range rp.Resource().Attributes().All() {
+			if k == "" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// resolveReferences makes the attributes of pd plain again. pdata resolves
+// references only when it unmarshals, hence the round trip; it is taken
+// only by batches that were marshaled (retried ones), not on the hot path.
+func resolveReferences(pd pprofile.Profiles) error {
+	buf, err := (&pprofile.ProtoMarshaler{}).MarshalProfiles(pd)
+	if err != nil {
+		return fmt.Errorf("resolve attribute references: marshal: %w", err)
+	}
+	back, err := (&pprofile.ProtoUnmarshaler{}).UnmarshalProfiles(buf)
+	if err != nil {
+		return fmt.Errorf("resolve attribute references: unmarshal: %w", err)
+	}
+	back.MoveTo(pd)
+	return nil
 }
 
 // profilesRun is one call of processProfiles.
