@@ -25,7 +25,6 @@ import (
 	"github.com/processctx/otelcol-processctx/internal/otep"
 	"github.com/processctx/otelcol-processctx/internal/procfs"
 	"github.com/processctx/otelcol-processctx/internal/pubtest"
-	"github.com/processctx/otelcol-processctx/internal/reader"
 	"github.com/processctx/otelcol-processctx/internal/tracker"
 	"github.com/processctx/otelcol-processctx/internal/tracker/trackertest"
 	"github.com/processctx/otelcol-processctx/processor/processctxprocessor/internal/metadata"
@@ -48,7 +47,6 @@ type harness struct {
 	direct *instance
 
 	tracker *tracker.Tracker
-	reader  *reader.Reader // the real host's, nil for a fake host
 	// mapsReads counts the maps reads of each pid on the real host.
 	mapsReads *mapsCountingHost
 	host      *trackertest.Host  // the fake host, nil for the real one
@@ -87,7 +85,7 @@ func newHarness(t testing.TB, cfg *Config) *harness {
 			return nil, nil, err
 		}
 		tr.Start()
-		h.tracker, h.reader = tr, tracker.ReaderOf(host)
+		h.tracker = tr
 		return tr, tr.Stop, nil
 	})
 	return h
@@ -169,12 +167,6 @@ func (h *harness) rescan() {
 	require.NoError(h.t, h.tracker.Rescan(ctx))
 }
 
-// ioCounts is every read the processor's tracker made of /proc: maps files
-// and memory reads.
-type ioCounts struct {
-	Maps, Memory uint64
-}
-
 // mapsCountingHost counts the maps reads of each pid: the host's other
 // processes come and go (other tests run beside), so counts of the
 // reader's are not the processor's alone.
@@ -200,11 +192,6 @@ func (m *mapsCountingHost) of(pids ...int) int {
 		n += m.reads[pid]
 	}
 	return n
-}
-
-func (h *harness) io() ioCounts {
-	s := h.reader.Stats()
-	return ioCounts{Maps: s.MapsFiles, Memory: s.MemoryReads}
 }
 
 func (h *harness) consumeLogs(ld plog.Logs) plog.Logs {

@@ -227,7 +227,7 @@ func TestPublicationEventEnrichesTheNextBatch(t *testing.T) {
 			return nil, nil, err
 		}
 		tr.Start()
-		h.tracker, h.reader = tr, tracker.ReaderOf(tr.Host())
+		h.tracker = tr
 		return tr, tr.Stop, nil
 	})
 	p := pubtest.Start(t, pubtest.Go, pubtest.Options{})

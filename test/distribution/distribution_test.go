@@ -1,0 +1,332 @@
+package distribution
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/processctx/otelcol-processctx/internal/pubtest"
+)
+
+// Markers that name, in the documentation, the YAML block after them.
+const (
+	manifestMarker  = "<!-- ocb manifest: test/distribution builds it -->"
+	additionsMarker = "<!-- recipe components: test/distribution builds them -->"
+	// checkoutPlaceholder is the README's path of the user's checkout.
+	checkoutPlaceholder = "/path/to/otelcol-processctx"
+)
+
+// unbuildableHere are modules the recipes name that this machine's module
+// proxy cannot serve with their dependencies; the recipes using them are
+// validated without them, and their sections checked against the
+// module's configuration schema (see TestDistribution).
+var unbuildableHere = map[string]string{
+	"github.com/open-telemetry/opentelemetry-collector-contrib/processor/k8sattributesprocessor": "v1.4.x requires an unreleased go.opentelemetry.io/otel (semconv/v1.44.0), v1.3.x an internal/kubelet version the proxy does not serve",
+}
+
+// markedBlock returns the fenced YAML block that follows marker in the file.
+func markedBlock(t *testing.T, path, marker string) string {
+	t.Helper()
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer func() { _ = f.Close() }()
+	var block strings.Builder
+	state := 0 // 0: before the marker, 1: before the fence, 2: in the block
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case state == 0 && strings.TrimSpace(line) == marker:
+			state = 1
+		case state == 1 && strings.HasPrefix(line, "```yaml"):
+			state = 2
+		case state == 2 && strings.HasPrefix(line, "```"):
+			return block.String()
+		case state == 2:
+			block.WriteString(line + "\n")
+		}
+	}
+	require.NoError(t, sc.Err())
+	t.Fatalf("%s: no ```yaml block after %q", path, marker)
+	return ""
+}
+
+// manifest is an ocb manifest, kept as YAML nodes' values.
+type manifest map[string]any
+
+func parseManifest(t *testing.T, text string) manifest {
+	t.Helper()
+	var m map[string]any // nested maps decode as map[string]any only then
+	require.NoError(t, yaml.Unmarshal([]byte(text), &m), "%s", text)
+	return m
+}
+
+// add appends the component lists of other, skipping the modules that
+// cannot be built here.
+func (m manifest) add(t *testing.T, other manifest) {
+	t.Helper()
+	for kind, v := range other {
+		entries, ok := v.([]any)
+		require.True(t, ok, "%s: a list of components", kind)
+		list, _ := m[kind].([]any)
+		for _, e := range entries {
+			gomod, _ := e.(map[string]any)["gomod"].(string)
+			if why, skip := unbuildableHere[strings.Fields(gomod)[0]]; skip {
+				t.Logf("not built here: %s (%s)", gomod, why)
+				continue
+			}
+			list = append(list, e)
+		}
+		m[kind] = list
+	}
+}
+
+// gomods lists the module paths the manifest names.
+func (m manifest) gomods() []string {
+	var out []string
+	for _, v := range m {
+		entries, _ := v.([]any)
+		for _, e := range entries {
+			if c, ok := e.(map[string]any); ok {
+				if g, ok := c["gomod"].(string); ok {
+					out = append(out, strings.Fields(g)[0])
+				}
+			}
+		}
+	}
+	return out
+}
+
+// build writes the manifest with the checkout and an output path in dir,
+// builds it with ocb, and returns the binary.
+func (m manifest) build(t *testing.T, dir string) string {
+	t.Helper()
+	builder := filepath.Join(goEnv(t, "GOPATH"), "bin", "builder")
+	if _, err := os.Stat(builder); err != nil {
+		t.Fatalf("%s is missing: run `make build` (make test does), which installs ocb", builder)
+	}
+	dist, _ := m["dist"].(map[string]any)
+	require.NotNil(t, dist, "the manifest has a dist section")
+	dist["output_path"] = filepath.Join(dir, "build")
+	var replaces []any
+	for _, r := range m["replaces"].([]any) {
+		replaces = append(replaces, strings.ReplaceAll(r.(string), checkoutPlaceholder, pubtest.RepoRoot()))
+	}
+	m["replaces"] = replaces
+	out, err := yaml.Marshal(map[string]any(m))
+	require.NoError(t, err)
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	path := filepath.Join(dir, "builder-config.yaml")
+	require.NoError(t, os.WriteFile(path, out, 0o644))
+
+	cmd := exec.Command(builder, "--config", path)
+	// -e lets `go mod tidy` (which ocb runs) pass over test-only
+	// dependencies of contrib modules that this machine's module proxy
+	// does not serve (e.g. go.opentelemetry.io/collector/scraper/scrapertest
+	// v0.165.0, needed by hostmetricsreceiver's tests only); go build
+	// ignores the flag. With the public proxy it changes nothing.
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=-e")
+	cmd.Dir = dir
+	log, err := cmd.CombinedOutput()
+	require.NoError(t, err, "ocb --config %s:\n%s\nmanifest:\n%s", path, log, out)
+	bin := filepath.Join(dir, "build", dist["name"].(string))
+	require.FileExists(t, bin)
+	return bin
+}
+
+func goEnv(t *testing.T, name string) string {
+	t.Helper()
+	out, err := exec.Command("go", "env", name).Output()
+	require.NoError(t, err)
+	return strings.TrimSpace(string(out))
+}
+
+// components returns, by kind, the component types a collector binary has.
+func components(t *testing.T, bin string) map[string][]string {
+	t.Helper()
+	out, err := exec.Command(bin, "components").Output()
+	require.NoError(t, err, "%s components", bin)
+	var listed map[string]any
+	require.NoError(t, yaml.Unmarshal(out, &listed))
+	types := map[string][]string{}
+	for _, kind := range []string{"receivers", "processors", "exporters", "extensions", "connectors"} {
+		entries, _ := listed[kind].([]any)
+		for _, e := range entries {
+			types[kind] = append(types[kind], e.(map[string]any)["name"].(string))
+		}
+	}
+	return types
+}
+
+// configComponents returns, by kind, the component types a collector
+// configuration uses.
+func configComponents(t *testing.T, config []byte) map[string][]string {
+	t.Helper()
+	var cfg map[string]any
+	require.NoError(t, yaml.Unmarshal(config, &cfg))
+	types := map[string][]string{}
+	for _, kind := range []string{"receivers", "processors", "exporters", "extensions", "connectors"} {
+		section, _ := cfg[kind].(map[string]any)
+		for id := range section {
+			typ, _, _ := strings.Cut(id, "/")
+			types[kind] = append(types[kind], typ)
+		}
+	}
+	return types
+}
+
+func covers(have, want map[string][]string) bool {
+	for kind, types := range want {
+		for _, typ := range types {
+			if !slices.Contains(have[kind], typ) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func validate(t *testing.T, bin, config string) {
+	t.Helper()
+	out, err := exec.Command(bin, "validate", "--config", config, "--feature-gates=service.profilesSupport").CombinedOutput()
+	require.NoError(t, err, "%s validate --config %s:\n%s", filepath.Base(bin), config, out)
+}
+
+// TestDistribution builds the README's ocb manifest, then the recipes'
+// collector (that manifest plus examples/README.md's components), and
+// validates every recipe and every complete configuration in a README.
+func TestDistribution(t *testing.T) {
+	root := pubtest.RepoRoot()
+	dir := t.TempDir()
+	ours := filepath.Join(root, "bin", "otelcol-processctx")
+	if _, err := os.Stat(ours); err != nil {
+		t.Fatalf("%s is missing: run `make build` (make test does)", ours)
+	}
+
+	readme := markedBlock(t, filepath.Join(root, "README.md"), manifestMarker)
+	require.Contains(t, readme, checkoutPlaceholder, "the README's manifest replaces the module with a checkout")
+	var userBuild string
+	t.Run("README manifest", func(t *testing.T) {
+		userBuild = parseManifest(t, readme).build(t, filepath.Join(dir, "user"))
+		have := components(t, userBuild)
+		for kind, typ := range map[string]string{"extensions": "process_context", "receivers": "process_context", "processors": "process_context"} {
+			assert.Contains(t, have[kind], typ, kind)
+		}
+		for kind, types := range map[string][]string{
+			"receivers": {"otlp"}, "processors": {"batch", "memory_limiter"}, "exporters": {"otlp_grpc", "debug"},
+		} {
+			for _, typ := range types {
+				assert.Contains(t, have[kind], typ, "%s: the core components", kind)
+			}
+		}
+		// Recipes that need nothing else.
+		validate(t, userBuild, filepath.Join(root, "examples", "entity-events.yaml"))
+		validate(t, userBuild, filepath.Join(root, "examples", "containers.yaml"))
+	})
+	require.NotEmpty(t, userBuild, "the README's manifest did not build")
+
+	recipes := parseManifest(t, readme)
+	additions := parseManifest(t, markedBlock(t, filepath.Join(root, "examples", "README.md"), additionsMarker))
+	for _, mod := range additions.gomods() {
+		assert.NotContains(t, readme, mod, "examples/README.md adds what the README's manifest lacks")
+	}
+	recipes.add(t, additions)
+	var recipesBuild string
+	t.Run("recipes collector", func(t *testing.T) {
+		recipesBuild = recipes.build(t, filepath.Join(dir, "recipes"))
+	})
+	require.NotEmpty(t, recipesBuild, "the recipes' collector did not build")
+	have := components(t, recipesBuild)
+	distribution := components(t, ours)
+
+	examples, err := filepath.Glob(filepath.Join(root, "examples", "*.yaml"))
+	require.NoError(t, err)
+	require.NotEmpty(t, examples)
+	for _, path := range examples {
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			config, err := os.ReadFile(path)
+			require.NoError(t, err)
+			used := configComponents(t, config)
+			if covers(distribution, used) {
+				validate(t, ours, path) // its header says so: keep it true
+				header := strings.Join(strings.Fields(strings.ReplaceAll(string(config), "#", "")), " ")
+				assert.Contains(t, header, "The distribution of this repository (builder-config.yaml) has every component used here.", "the recipe says it runs on this distribution")
+			}
+			if !covers(have, used) {
+				path = withoutUnbuildable(t, config, have, filepath.Join(dir, filepath.Base(path)))
+			}
+			validate(t, recipesBuild, path)
+		})
+	}
+
+	readmes := []string{"README.md", "examples/README.md", "receiver/processctxreceiver/README.md",
+		"processor/processctxprocessor/README.md", "extension/processctxextension/README.md"}
+	for _, name := range readmes {
+		for i, block := range configBlocks(t, filepath.Join(root, name)) {
+			t.Run(fmt.Sprintf("%s block %d", name, i+1), func(t *testing.T) {
+				path := filepath.Join(dir, fmt.Sprintf("%s-%d.yaml", strings.ReplaceAll(name, "/", "_"), i))
+				require.NoError(t, os.WriteFile(path, []byte(block), 0o644))
+				validate(t, ours, path)
+			})
+		}
+	}
+}
+
+// configBlocks returns the ```yaml blocks of a Markdown file that are
+// complete collector configurations (they have a service section).
+func configBlocks(t *testing.T, path string) []string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	var blocks []string
+	for _, part := range strings.Split(string(b), "```yaml\n")[1:] {
+		block, _, _ := strings.Cut(part, "```")
+		if bytes.Contains([]byte(block), []byte("\nservice:")) || strings.HasPrefix(block, "service:") {
+			blocks = append(blocks, block)
+		}
+	}
+	return blocks
+}
+
+// withoutUnbuildable writes the configuration without the processors the
+// recipes' collector lacks (modules of unbuildableHere), after checking
+// their sections against their modules' configuration schemas, and returns
+// its path.
+func withoutUnbuildable(t *testing.T, config []byte, have map[string][]string, path string) string {
+	t.Helper()
+	var cfg map[string]any
+	require.NoError(t, yaml.Unmarshal(config, &cfg))
+	processors, _ := cfg["processors"].(map[string]any)
+	removed := map[string]bool{}
+	for id, section := range processors {
+		typ, _, _ := strings.Cut(id, "/")
+		if slices.Contains(have["processors"], typ) {
+			continue
+		}
+		schema, ok := knownSchemas[typ]
+		require.True(t, ok, "processor %s is neither in the recipes' collector nor checked by schema", typ)
+		checkAgainstSchema(t, schema(t), section, id)
+		delete(processors, id)
+		removed[id] = true
+	}
+	pipelines := cfg["service"].(map[string]any)["pipelines"].(map[string]any)
+	for _, p := range pipelines {
+		pm := p.(map[string]any)
+		list, _ := pm["processors"].([]any)
+		pm["processors"] = slices.DeleteFunc(list, func(v any) bool { return removed[v.(string)] })
+	}
+	out, err := yaml.Marshal(cfg)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(path, out, 0o644))
+	return path
+}

@@ -1,0 +1,39 @@
+#!/bin/sh
+# Builds the collector distribution with ocb, saying first what is about to
+# happen (the first build downloads the collector's modules and compiles
+# about 1,000 packages: minutes) and how long it has been going, so that a
+# first `make run` does not look stuck.
+#
+# usage: tools/build-collector.sh BUILDER MANIFEST
+set -eu
+builder=$1
+manifest=$2
+
+if [ -d _build ]; then
+	echo "Building the collector with ocb (incremental: usually under a minute)..."
+else
+	echo "Building the collector with ocb for the first time: downloading the"
+	echo "collector's modules and compiling about 1,000 packages takes a few"
+	echo "minutes. Later builds reuse Go's caches."
+fi
+
+start=$(date +%s)
+CGO_ENABLED=0 "$builder" --config "$manifest" &
+pid=$!
+# A heartbeat while ocb works: its own log says which step it is at.
+(
+	while kill -0 "$pid" 2>/dev/null; do
+		sleep 15
+		kill -0 "$pid" 2>/dev/null && echo "... still building ($(( $(date +%s) - start )) s)"
+	done
+) &
+beat=$!
+status=0
+wait "$pid" || status=$?
+kill "$beat" 2>/dev/null || true
+wait "$beat" 2>/dev/null || true
+if [ "$status" -ne 0 ]; then
+	echo "ocb failed (exit $status) after $(( $(date +%s) - start )) s; see its output above" >&2
+	exit "$status"
+fi
+echo "Built in $(( $(date +%s) - start )) s."
