@@ -386,3 +386,42 @@ func TestPollYoungReadsBounded(t *testing.T) {
 	}
 	assert.Equal(t, 6, host.Count(trackertest.MethodMaps))
 }
+
+// On a host with pid_max 32768 and churn, a pid is reused before the old
+// process's exit is reported: the new process's exec and publication come
+// first, the old exit last. The read at the publication finds the pid
+// naming another process than the one the tracker knew: the new one is
+// read and published, and the late exit does not end it.
+func TestEventsPidReusedBeforeItsExitIsReported(t *testing.T) {
+	for _, oldPublished := range []bool{false, true} {
+		t.Run(fmt.Sprintf("old publisher %v", oldPublished), func(t *testing.T) {
+			host := trackertest.NewHost()
+			host.Add(40)
+			if oldPublished {
+				host.Publish(40, "old")
+			}
+			h, src := eventHarness(t, host, bothSources)
+			h.take()
+
+			host.Reuse(40)
+			host.Publish(40, "new")
+			src.Send(tracker.Event{Kind: tracker.EventFork, PID: 40, Time: 150})
+			src.Send(tracker.Event{Kind: tracker.EventExec, PID: 40, Time: 200})
+			src.Send(tracker.Event{Kind: tracker.EventPublish, PID: 40, Time: 300, Addr: 0x7f0000000000 + 40<<12})
+			want := []string{"published 40 new"}
+			if oldPublished {
+				// The exec, taken for the old process's, ended its
+				// publication: its exit was not known yet.
+				want = []string{"unpublished 40 old", "published 40 new"}
+			}
+			assert.Equal(t, want, h.waitChanges(len(want)))
+
+			src.Send(tracker.Event{Kind: tracker.EventExit, PID: 40, Time: 100})
+			h.settle()
+			assert.Empty(t, h.take(), "the old process's exit, reported late, is not the new one's")
+			svc, o := h.lookup(40)
+			assert.Equal(t, tracker.OutcomeOK, o)
+			assert.Equal(t, "new", svc)
+		})
+	}
+}

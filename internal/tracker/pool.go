@@ -401,6 +401,9 @@ func (p *pool) exec(r *request) {
 	m, err := h.FindMapping(r.pid)
 	if err != nil {
 		r.res.err = err
+		if r.res.relocated && errors.Is(err, otep.ErrNoContext) {
+			r.res.err = p.exitingOr(r, err)
+		}
 		return
 	}
 	r.res.addr = m.Start
@@ -413,6 +416,26 @@ func (p *pool) exec(r *request) {
 	p.identify(r)
 }
 
+// errPidReused: a read found the pid naming another process than the one
+// the request is about. The process asked about is gone, hence the
+// wrapped ErrProcessGone; the pid names a process to read.
+var errPidReused = fmt.Errorf("reused while it was read: %w", procfs.ErrProcessGone)
+
+// exitingOr tells a publisher whose context mapping vanished because it is
+// exiting (its address space is gone before the kernel reports the exit:
+// a zombie's maps are empty) from one that unpublished: the first ended
+// with its process, an exit, not an unpublish. Otherwise it returns err.
+func (p *pool) exitingOr(r *request, err error) error {
+	st, serr := p.host.Stat(r.pid)
+	switch {
+	case serr != nil && errors.Is(serr, procfs.ErrProcessGone):
+		return fmt.Errorf("context of pid %d gone with its process: %w", r.pid, serr)
+	case serr == nil && st.StartTicks != r.start:
+		return fmt.Errorf("pid %d: %w", r.pid, errPidReused)
+	}
+	return err
+}
+
 // identify reads the identity that goes with a new context, and checks that
 // the pid still names the process whose start time the request knows.
 func (p *pool) identify(r *request) {
@@ -421,7 +444,7 @@ func (p *pool) identify(r *request) {
 	case err != nil:
 		r.res.err = fmt.Errorf("identity: %w", err)
 	case id.StartTicks != r.res.start:
-		r.res.err = fmt.Errorf("pid %d was reused while it was read: %w", r.pid, procfs.ErrProcessGone)
+		r.res.err = fmt.Errorf("pid %d: %w", r.pid, errPidReused)
 	default:
 		r.res.identity = &id
 	}

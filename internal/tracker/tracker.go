@@ -880,6 +880,10 @@ func (t *Tracker) apply(r *request, scanGen uint32) {
 			t.setListed(err)
 			return
 		}
+		if errors.Is(r.res.err, errPidReused) {
+			t.reused(r.pid, p)
+			return
+		}
 		t.forget(r.pid, p)
 		return
 	}
@@ -1015,6 +1019,22 @@ func (t *Tracker) forget(pid int, p *proc) {
 	t.endPublication(pid, p, Exited)
 	delete(t.procs, pid)
 	t.outcomes.set(pid, OutcomeGone)
+}
+
+// reused: a read found pid naming another process than p's. That happens
+// when a pid is reused before the old process's exit is known (on a host
+// with pid_max 32768 and churn, the exit event late behind the new
+// process's events): p ended, and the new process is read now, since its
+// events may all have been spent on p. The time of its latest publication
+// event stays with the pid, so that the old exit, reported late, is not
+// taken for the new process's.
+func (t *Tracker) reused(pid int, p *proc) {
+	at := p.pubEventAt
+	t.forget(pid, p)
+	np := t.newProc()
+	np.pubEventAt = at
+	t.procs[pid] = np
+	t.readNow(pid, np)
 }
 
 // stalled quarantines the process whose read did not return in time.

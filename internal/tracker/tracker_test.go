@@ -170,6 +170,26 @@ func TestPidReuse(t *testing.T) {
 	assert.Equal(t, tracker.OutcomeNoContext, o)
 }
 
+// A publisher that is exiting has lost its address space before the kernel
+// reports its exit (a zombie's maps are empty, its stat says Z): the read
+// that finds its context gone reports an exit, not an unpublish.
+func TestExitingPublisherExits(t *testing.T) {
+	host := trackertest.NewHost()
+	host.Add(30)
+	host.Publish(30, "leaving")
+	host.Add(31)
+	host.Publish(31, "staying")
+	h := newHarness(t, testConfig(), host)
+
+	host.Set(30, func(p *trackertest.Proc) {
+		p.Ctx = nil
+		p.Errs = map[string]error{trackertest.MethodStart: fmt.Errorf("stat of pid 30: state Z: %w", procfs.ErrProcessGone)}
+	})
+	host.Unpublish(31)
+	h.rescan()
+	assert.ElementsMatch(t, []string{"exited 30 leaving", "unpublished 31 staying"}, h.take())
+}
+
 func TestReadOutcomes(t *testing.T) {
 	tests := []struct {
 		name   string

@@ -5,8 +5,18 @@
  * Build: gcc -O2 -Wall -Wextra -Werror -std=gnu11 -pthread -o cpub publisher.c
  *
  * Usage: cpub [-separate] [-anon]
+ *        cpub [-separate] [-anon] -life <ms> -service <name> [-update-every <ms>] [-update-hold <ms>]
  *   -separate  payload lives in a malloc'd buffer instead of right after the header
  *   -anon      skip memfd_create, use an anonymous private mapping
+ *
+ * Soak mode (-life): no control protocol. The process publishes
+ * {service.name=<name>} at once, prints "ready <pid> 0x<header address>",
+ * then lives for <ms> milliseconds (0: until killed) and exits 0 without
+ * unpublishing (the mapping ends with the process), as a short-lived
+ * service would. stdin is not read. With -update-every it updates its
+ * context every <ms> milliseconds (adding soak.update=<n>); -update-hold
+ * keeps every update's timestamp at 0 (being written) for <ms> ms before
+ * writing the payload, so that a signal is likely to land mid-update.
  *
  * Control protocol (stdin, one command per line; exactly one answer line each):
  *   publish <hex>            -> ok 0x<header address> | err ...
@@ -87,6 +97,7 @@ _Static_assert(sizeof(struct otel_ctx_header) == HEADER_SIZE, "header must be 32
 
 static int opt_separate;
 static int opt_anon;
+static uint64_t opt_update_hold_ms; /* soak mode: time an update holds ts at 0 */
 
 static int published;
 static unsigned char *map_addr;  /* header address */
@@ -106,6 +117,13 @@ static uint64_t boottime_ns(void)
 	if (clock_gettime(CLOCK_BOOTTIME, &ts) != 0)
 		return 0;
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void sleep_ms(uint64_t ms)
+{
+	struct timespec ts = {.tv_sec = (time_t)(ms / 1000), .tv_nsec = (long)(ms % 1000) * 1000000L};
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
 }
 
 static uint64_t monotonic_ms(void)
@@ -254,6 +272,8 @@ static const char *do_update(const unsigned char *payload, size_t len)
 	uint64_t old = load_ts();
 	store_ts(0);
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (opt_update_hold_ms)
+		sleep_ms(opt_update_hold_ms);
 
 	uint64_t ptr;
 	if (use_inline) {
@@ -695,19 +715,98 @@ static void cmd_unstall(void)
 	reply("ok");
 }
 
+/* ---------- soak mode: publish, live, exit ---------- */
+
+/* ProcessContext{ resource = 1: Resource{ attributes = 1: service.name[, soak.update] } } */
+static int service_payload(struct pbuf *out, const char *service, uint64_t update)
+{
+	struct pbuf res = {0};
+	char num[32];
+	int rc = -1;
+	out->len = 0;
+	if (pb_kv_string(&res, "service.name", service, strlen(service)) != 0)
+		goto done;
+	if (update) {
+		int nl = snprintf(num, sizeof num, "%" PRIu64, update);
+		if (pb_kv_string(&res, "soak.update", num, (size_t)nl) != 0)
+			goto done;
+	}
+	if (pb_bytes(out, 1, res.p, res.len) == 0)
+		rc = 0;
+done:
+	free(res.p);
+	return rc;
+}
+
+static int soak_main(const char *service, uint64_t life_ms, uint64_t every_ms)
+{
+	struct pbuf b = {0};
+	const char *msg = NULL;
+	if (service_payload(&b, service, 0) != 0)
+		msg = "out of memory";
+	else
+		msg = do_publish(b.p, b.len);
+	if (msg) {
+		fprintf(stderr, "publish: %s\n", msg);
+		return 1;
+	}
+	reply("ready %ld 0x%" PRIxPTR, (long)getpid(), (uintptr_t)map_addr);
+	uint64_t start = monotonic_ms(), n = 0;
+	for (;;) {
+		uint64_t now = monotonic_ms(), wait;
+		if (life_ms && now - start >= life_ms)
+			break;
+		wait = every_ms ? every_ms : 1000;
+		if (life_ms && life_ms - (now - start) < wait)
+			wait = life_ms - (now - start);
+		sleep_ms(wait);
+		if (every_ms && (!life_ms || monotonic_ms() - start < life_ms)) {
+			if (service_payload(&b, service, ++n) != 0 || (msg = do_update(b.p, b.len)) != NULL) {
+				fprintf(stderr, "update: %s\n", msg ? msg : "out of memory");
+				return 1;
+			}
+		}
+	}
+	free(b.p);
+	return 0;
+}
+
 #define MAX_ARGS 8
 
 int main(int argc, char **argv)
 {
-	for (int i = 1; i < argc; i++) {
+	const char *service = NULL;
+	uint64_t life_ms = 0, every_ms = 0;
+	int soak = 0, bad = 0;
+	for (int i = 1; i < argc && !bad; i++) {
+		uint64_t *num = NULL;
 		if (strcmp(argv[i], "-separate") == 0 || strcmp(argv[i], "--separate") == 0)
 			opt_separate = 1;
 		else if (strcmp(argv[i], "-anon") == 0 || strcmp(argv[i], "--anon") == 0)
 			opt_anon = 1;
-		else {
-			fprintf(stderr, "usage: %s [-separate] [-anon]\n", argv[0]);
+		else if (strcmp(argv[i], "-service") == 0 && i + 1 < argc)
+			service = argv[++i];
+		else if (strcmp(argv[i], "-life") == 0)
+			num = &life_ms, soak = 1;
+		else if (strcmp(argv[i], "-update-every") == 0)
+			num = &every_ms;
+		else if (strcmp(argv[i], "-update-hold") == 0)
+			num = &opt_update_hold_ms;
+		else
+			bad = 1;
+		if (num != NULL && (i + 1 >= argc || parse_u64(argv[++i], UINT64_MAX / 2, num) != 0))
+			bad = 1;
+	}
+	if (bad) {
+		fprintf(stderr, "usage: %s [-separate] [-anon] [-life <ms> -service <name> [-update-every <ms>] [-update-hold <ms>]]\n", argv[0]);
+		return 2;
+	}
+	if (soak || service != NULL) {
+		if (!soak || service == NULL) {
+			fprintf(stderr, "%s: -life and -service go together\n", argv[0]);
 			return 2;
 		}
+		return soak_main(service, life_ms, every_ms);
 	}
 
 	reply("ready %ld", (long)getpid());
