@@ -2,7 +2,6 @@ package distribution
 
 import (
 	"bufio"
-	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
@@ -291,7 +290,7 @@ func configBlocks(t *testing.T, path string) []string {
 	var blocks []string
 	for _, part := range strings.Split(string(b), "```yaml\n")[1:] {
 		block, _, _ := strings.Cut(part, "```")
-		if bytes.Contains([]byte(block), []byte("\nservice:")) || strings.HasPrefix(block, "service:") {
+		if strings.Contains(block, "\nservice:") || strings.HasPrefix(block, "service:") {
 			blocks = append(blocks, block)
 		}
 	}

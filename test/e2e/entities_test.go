@@ -15,10 +15,11 @@ import (
 
 // entityEvent is a legacy-format entity event as exported over OTLP.
 type entityEvent struct {
-	kind   string
-	pid    int64
-	attrs  map[string]any
-	reason string
+	kind    string
+	pid     int64
+	created string // process.creation.time, the rest of the entity's id
+	attrs   map[string]any
+	reason  string
 }
 
 func entityEvents(logs []plog.Logs) []entityEvent {
@@ -32,7 +33,9 @@ func entityEvents(logs []plog.Logs) []entityEvent {
 				for _, lr := range sl.LogRecords().All() {
 					a := lr.Attributes().AsRaw()
 					id, _ := a["otel.entity.id"].(map[string]any)
-					e := entityEvent{pid: id["process.pid"].(int64)}
+					e := entityEvent{}
+					e.pid, _ = id["process.pid"].(int64)
+					e.created, _ = id["process.creation.time"].(string)
 					e.kind, _ = a["otel.entity.event.type"].(string)
 					e.attrs, _ = a["otel.entity.attributes"].(map[string]any)
 					e.reason, _ = a["otel.entity.delete.reason"].(string)

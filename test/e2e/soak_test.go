@@ -503,41 +503,28 @@ func newEntityLedger() *entityLedger {
 
 func (l *entityLedger) observe(ld plog.Logs) {
 	now := time.Now()
+	events := entityEvents([]plog.Logs{ld})
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for _, rl := range ld.ResourceLogs().All() {
-		for _, sl := range rl.ScopeLogs().All() {
-			if v, ok := sl.Scope().Attributes().Get("otel.entity.event_as_log"); !ok || !v.Bool() {
-				continue
+	for _, e := range events {
+		k := entityKey{e.pid, e.created}
+		c := l.byKey[k]
+		if c == nil {
+			c = &entityCounts{first: now}
+			l.byKey[k] = c
+		}
+		c.last = now
+		l.total++
+		switch e.kind {
+		case "entity_state":
+			if svc, ok := e.attrs["service.name"].(string); ok {
+				c.service = svc
 			}
-			for _, lr := range sl.LogRecords().All() {
-				attrs := lr.Attributes()
-				idv, _ := attrs.Get("otel.entity.id")
-				pid, _ := idv.Map().Get("process.pid")
-				created, _ := idv.Map().Get("process.creation.time")
-				k := entityKey{pid.Int(), created.Str()}
-				c := l.byKey[k]
-				if c == nil {
-					c = &entityCounts{first: now}
-					l.byKey[k] = c
-				}
-				c.last = now
-				l.total++
-				kind, _ := attrs.Get("otel.entity.event.type")
-				switch kind.Str() {
-				case "entity_state":
-					c.state++
-					if ea, ok := attrs.Get("otel.entity.attributes"); ok {
-						if svc, ok := ea.Map().Get("service.name"); ok {
-							c.service = svc.Str()
-						}
-					}
-				case "entity_delete":
-					c.delete++
-					if r, ok := attrs.Get("otel.entity.delete.reason"); ok {
-						c.reasons = append(c.reasons, r.Str())
-					}
-				}
+			c.state++
+		case "entity_delete":
+			c.delete++
+			if e.reason != "" {
+				c.reasons = append(c.reasons, e.reason)
 			}
 		}
 	}
