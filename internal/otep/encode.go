@@ -2,6 +2,8 @@ package otep
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
@@ -32,12 +34,13 @@ func Encode(resource, attributes pcommon.Map) ([]byte, error) {
 	return out, nil
 }
 
-// EncodeStrings encodes a context whose resource attributes are all strings.
+// EncodeStrings encodes a context whose resource attributes are all strings,
+// in the order of their keys, so that one map always gives the same bytes.
 // Strings always marshal, so there is no error.
 func EncodeStrings(resource map[string]string) []byte {
 	m := pcommon.NewMap()
-	for k, v := range resource {
-		m.PutStr(k, v)
+	for _, k := range slices.Sorted(maps.Keys(resource)) {
+		m.PutStr(k, resource[k])
 	}
 	b, err := Encode(m, pcommon.NewMap())
 	if err != nil {
