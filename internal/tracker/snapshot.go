@@ -15,7 +15,9 @@ type Snapshot struct {
 	byContainer map[ContainerPid]*Process
 	// outcomes says what the tracker knows of the pids without a
 	// publication. It is shared by every snapshot of a tracker and
-	// updated in place (single writer, atomic words).
+	// updated in place (single writer, atomic words), so it can be newer
+	// than byPID: a pid read as publishing is OutcomeUnknown there, never
+	// a failure, until a snapshot has its publication.
 	outcomes *outcomeTable
 	// Generation counts the snapshots of a tracker.
 	Generation uint64

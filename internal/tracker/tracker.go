@@ -980,7 +980,11 @@ func (t *Tracker) publish(pid int, p *proc, res result) {
 	p.pub = pub
 	p.status = OutcomeOK
 	t.pubs[pid] = pub
-	t.outcomes.set(pid, OutcomeNoContext) // shadowed by the publication
+	// Outcomes are shared by every snapshot: until the next one has the
+	// publication, lookups of the current one say "not known yet", and
+	// the processor waits for that snapshot rather than passing the pid
+	// through as publishing nothing.
+	t.outcomes.set(pid, OutcomeUnknown)
 	t.changes = append(t.changes, Change{Kind: kind, Process: pub})
 	t.dirty = true
 }

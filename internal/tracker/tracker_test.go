@@ -342,6 +342,50 @@ func TestProbe(t *testing.T) {
 	assert.Zero(t, host.Count("start")+host.Count("maps"))
 }
 
+// checkpointHost stops the tracker's loop in the middle of applying a job:
+// its CheckProcfs (called for a read that found the process gone) waits
+// until the test lets it go on.
+type checkpointHost struct {
+	*trackertest.Host
+	entered chan struct{}
+	resume  chan struct{}
+}
+
+func (h *checkpointHost) CheckProcfs() error {
+	select {
+	case h.entered <- struct{}{}:
+		<-h.resume
+	case <-h.resume:
+	}
+	return h.Host.CheckProcfs()
+}
+
+// Between applying a read that found a publication and publishing the
+// snapshot with it, the current snapshot does not claim the pid publishes
+// nothing: a batch enriching it then would pass it through.
+func TestLookupWhilePublicationIsApplied(t *testing.T) {
+	fake := trackertest.NewHost()
+	fake.Add(60)
+	fake.Publish(60, "applied")
+	fake.Add(61).Errs[trackertest.MethodStart] = procfs.ErrProcessGone // after 60 in the job
+	host := &checkpointHost{Host: fake, entered: make(chan struct{}), resume: make(chan struct{})}
+	tr, err := tracker.New(host, testConfig(), zap.NewNop(), tracker.WithClock(trackertest.NewClock().Now))
+	require.NoError(t, err)
+	tr.Start()
+	t.Cleanup(func() { require.NoError(t, tr.Stop(context.Background())) })
+
+	<-host.entered // 60 applied, the snapshot not published yet
+	p, o := tr.Snapshot().Lookup(60)
+	assert.Nil(t, p)
+	assert.Equal(t, tracker.OutcomeUnknown, o, "not known yet: a batch probes it")
+	probed := tr.Probe([]int{60})
+	close(host.resume)
+	<-probed
+	p, o = tr.Snapshot().Lookup(60)
+	require.NotNil(t, p, "the probe ends with the snapshot that has the publication")
+	assert.Equal(t, tracker.OutcomeOK, o)
+}
+
 func TestHint(t *testing.T) {
 	cfg := testConfig()
 	cfg.HintInterval = 5 * time.Second
