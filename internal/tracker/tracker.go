@@ -1231,8 +1231,12 @@ func (t *Tracker) finishScan() {
 	s.stats.Reads, t.reads = t.reads, [numOutcomes]int64{}
 	s.stats.Duration = t.now().Sub(s.began)
 	if !t.scanned {
+		// Whoever Ready wakes finds the first scan in the snapshot, which
+		// says Scanned from now on.
+		t.scanned = true
+		t.dirty = false
+		t.publishSnapshot()
 		close(t.ready)
-		t.dirty = true // snapshots say Scanned from now on
 	}
 	t.scanned = true
 	t.scan = nil

@@ -386,6 +386,24 @@ func TestLookupWhilePublicationIsApplied(t *testing.T) {
 	assert.Equal(t, tracker.OutcomeOK, o)
 }
 
+// Whoever Ready wakes finds the first scan in the snapshot. (Ready was
+// closed before the snapshot was published: 2 starts in 2,000 missed it.)
+func TestReadySnapshotHasTheFirstScan(t *testing.T) {
+	host := trackertest.NewHost()
+	host.Add(70)
+	host.Publish(70, "first")
+	for i := range 500 {
+		tr, err := tracker.New(host, testConfig(), zap.NewNop())
+		require.NoError(t, err)
+		tr.Start()
+		<-tr.Ready()
+		snap := tr.Snapshot()
+		p, _ := snap.Lookup(70)
+		require.NoError(t, tr.Stop(context.Background()))
+		require.True(t, p != nil && snap.Scanned, "start %d: the snapshot after Ready lacks the first scan", i)
+	}
+}
+
 func TestHint(t *testing.T) {
 	cfg := testConfig()
 	cfg.HintInterval = 5 * time.Second
