@@ -76,18 +76,23 @@ func (d *deliveryState) refused(logger *zap.Logger, pending int, err error) {
 
 // delivered notes an accepted batch.
 func (d *deliveryState) delivered(logger *zap.Logger) {
+	d.endRefusals(logger, "Entity events accepted again by the next consumer")
+}
+
+// endRefusals ends a run of retryable refusals, if one is going on: the
+// consumer answered.
+func (d *deliveryState) endRefusals(logger *zap.Logger, msg string) {
 	if d.failingSince.IsZero() {
 		return
 	}
-	logger.Info("Entity events accepted again by the next consumer",
-		zap.Int("refusals", d.refusals), zap.Duration("after", d.now().Sub(d.failingSince)))
+	logger.Info(msg, zap.Int("refusals", d.refusals), zap.Duration("after", d.now().Sub(d.failingSince)))
 	d.failingSince, d.refusals = time.Time{}, 0
 	d.backoff.Reset()
 }
 
 // permanent reports events given up after a permanent error.
 func (d *deliveryState) permanent(logger *zap.Logger, events int, err error) {
-	d.delivered(logger) // the consumer answered: no retry is due
+	d.endRefusals(logger, "Entity events no longer refused for a retry: the next consumer answered with a permanent error")
 	if d.permanentSeen {
 		logger.Debug("Entity events dropped: permanent error", zap.Int("events", events), zap.Error(err))
 		return
