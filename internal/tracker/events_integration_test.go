@@ -236,11 +236,13 @@ func TestLiveFallbackWithoutCapabilities(t *testing.T) {
 }
 
 // Short-lived publishers started from a shell: each is a fork of the shell
-// that execs the C publisher, which publishes at once and lives 2 s. A
+// that execs the C publisher, which publishes at once and lives 4 s. A
 // scan that meets one between its fork and its exec sees the shell's image,
 // without a context; exec keeps the pid, start time and /proc inode. With
 // events the exec and the publication are reported; polling reads young
-// processes again within their first seconds. Every one is found.
+// processes again within their first seconds (1 s and 3 s after the scan
+// that met them: a publisher slowed past the first is found by the second).
+// Every one is found.
 func TestLiveShortLivedPublishersFromAShell(t *testing.T) {
 	const n = 120
 	for _, discovery := range []tracker.Discovery{tracker.DiscoveryEvents, tracker.DiscoveryPoll} {
@@ -248,7 +250,7 @@ func TestLiveShortLivedPublishersFromAShell(t *testing.T) {
 			tr, sub, _ := liveTracker(t, discovery)
 			cpub := pubtest.Binary(t, pubtest.C)
 			payload := fmt.Sprintf("%x", serviceContext("short-lived"))
-			script := fmt.Sprintf(`for i in $(seq %d); do (printf 'publish %s\n'; sleep 2) | %s >/dev/null & echo $!; done; wait`, n, payload, cpub)
+			script := fmt.Sprintf(`for i in $(seq %d); do (printf 'publish %s\n'; sleep 4) | %s >/dev/null & echo $!; done; wait`, n, payload, cpub)
 			cmd := exec.Command("/bin/sh", "-c", script)
 			out, err := cmd.StdoutPipe()
 			require.NoError(t, err)

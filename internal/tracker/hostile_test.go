@@ -78,15 +78,17 @@ func TestHostileProcessesDoNotStallTheTracker(t *testing.T) {
 	cfg.ScanInterval = 100 * time.Millisecond
 	cfg.RescanInterval = 100 * time.Millisecond
 	cfg.ReadTimeout = 200 * time.Millisecond
-	cfg.QuarantineBackoff = 200 * time.Millisecond
+	// Long enough that the test, however slowed, sees the header's
+	// quarantine before its retry through the mem file ends it.
+	cfg.QuarantineBackoff = 3 * time.Second
 	cfg.ReportInterval = time.Hour
 	tr, logs := realTracker(t, cfg)
 	sub, err := tr.Subscribe(context.Background())
 	require.NoError(t, err)
 	defer sub.Close()
 
-	waitPublished(t, tr, stopped.Pid, "good", 30*time.Second)
 	waitOutcome(t, tr, header.Pid, tracker.OutcomeStalled)
+	waitPublished(t, tr, stopped.Pid, "good", 30*time.Second)
 	_, o := tr.Snapshot().Lookup(payload.Pid)
 	assert.Contains(t, []tracker.Outcome{tracker.OutcomeStalled, tracker.OutcomeInvalid}, o)
 	assert.Positive(t, tr.StuckReads())
