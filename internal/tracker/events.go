@@ -261,7 +261,9 @@ func (t *Tracker) handle(ev Event) {
 	case EventMemfd:
 		if p := t.procs[ev.PID]; p != nil {
 			p.pubEventAt = max(p.pubEventAt, ev.Time)
-			t.schedule(p, ev.PID, duePublication, minEventGap)
+			if t.schedule(p, ev.PID, duePublication, minEventGap) {
+				t.await(ev.PID, p)
+			}
 		} else {
 			t.publicationEvent(ev.PID, ev.Time, false)
 		}
@@ -327,19 +329,37 @@ func (t *Tracker) publicationEvent(pid int, at uint64, unmap bool) {
 func (t *Tracker) readForEvent(pid int, p *proc) {
 	now := t.clock()
 	switch {
-	case p.q != nil && now < p.q.until:
-		return // quarantined: no event makes it read sooner
-	case p.stuck && p.stuckMemFile:
+	case p.q != nil && now < p.q.until, p.stuck && p.stuckMemFile:
+		// Quarantined, or its read still stuck: no event makes it read
+		// sooner, and nothing is awaited.
+		if p.awaited {
+			p.awaited = false
+			t.outcomes.set(pid, p.status)
+		}
 		return
 	case p.inflight:
 		p.again = true
+		t.await(pid, p)
 		return
 	case p.lastEvent != 0 && now-p.lastEvent < int64(minEventGap):
-		t.schedule(p, pid, duePublication, time.Duration(int64(minEventGap)-(now-p.lastEvent)))
+		if t.schedule(p, pid, duePublication, time.Duration(int64(minEventGap)-(now-p.lastEvent))) {
+			t.await(pid, p)
+		}
 		return
 	}
 	p.lastEvent = now
 	t.readNow(pid, p)
+	t.await(pid, p)
+}
+
+// await: a read of p for a publication event is queued, scheduled or
+// follows the one in progress. A process without a publication is "not
+// known yet" until it is applied (it may have just published).
+func (t *Tracker) await(pid int, p *proc) {
+	if p.pub == nil && !p.awaited {
+		p.awaited = true
+		t.outcomes.set(pid, OutcomeUnknown)
+	}
 }
 
 // readNow queues the read that tells what p publishes, before scan work.

@@ -1,6 +1,7 @@
 package tracker_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"testing"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
 
 	"github.com/processctx/otelcol-processctx/internal/procfs"
 	"github.com/processctx/otelcol-processctx/internal/tracker"
@@ -198,6 +200,84 @@ func TestUnmapEvent(t *testing.T) {
 	assert.Equal(t, []string{"unpublished 70 x"}, h.waitChanges(1))
 }
 
+// Telemetry sent right after a publish names a pid the tracker read
+// without a context: while the publication event's read is out, lookups
+// say "not known yet" (a batch probes and waits for it), not "no context".
+func TestPublicationEventAwaited(t *testing.T) {
+	host := trackertest.NewHost()
+	host.Add(140)
+	host.Add(141)
+	h, src := eventHarness(t, host, bothSources)
+	_, o := h.lookup(140)
+	require.Equal(t, tracker.OutcomeNoContext, o)
+
+	host.Publish(140, "just-published")
+	host.Set(140, func(p *trackertest.Proc) { p.Block = trackertest.MethodMaps })
+	host.ResetCounts()
+	src.Send(tracker.Event{Kind: tracker.EventPublish, PID: 140})
+	require.Eventually(t, func() bool { return host.Count(trackertest.MethodMaps) > 0 }, 10*time.Second, time.Millisecond)
+	_, o = h.lookup(140)
+	assert.Equal(t, tracker.OutcomeUnknown, o, "the event's read is out")
+	probed := h.tr.Probe([]int{140})
+	require.NotNil(t, probed)
+	select {
+	case <-probed:
+		t.Fatal("the probe ended before the read")
+	case <-time.After(10 * time.Millisecond):
+	}
+	host.Set(140, func(p *trackertest.Proc) { p.Block = "" })
+	host.Unblock()
+	select {
+	case <-probed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the probe did not end with the read")
+	}
+	svc, o := h.lookup(140)
+	assert.Equal(t, "just-published", svc)
+	assert.Equal(t, tracker.OutcomeOK, o)
+
+	// A publication event of a pid whose read finds nothing leaves it
+	// "no context" again.
+	host.ResetCounts()
+	src.Send(tracker.Event{Kind: tracker.EventPublish, PID: 141})
+	require.Eventually(t, func() bool { return host.Count(trackertest.MethodMaps) > 0 }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { _, o = h.lookup(141); return o == tracker.OutcomeNoContext }, 10*time.Second, time.Millisecond)
+}
+
+// A quarantined process's publication events read nothing sooner, so
+// nothing is awaited: lookups keep saying it stalled (batches naming it do
+// not wait for a read that is not coming).
+func TestQuarantinedPublisherNotAwaited(t *testing.T) {
+	host := trackertest.NewHost()
+	host.Add(150).Block = trackertest.MethodMaps
+	host.Publish(150, "hostile")
+	host.Add(151)
+	src := trackertest.NewSource(bothSources)
+	cfg := testConfig()
+	clock := trackertest.NewClock()
+	tr, err := tracker.New(host, cfg, zap.NewNop(), tracker.WithClock(clock.Now), tracker.WithEventSources(src))
+	require.NoError(t, err)
+	tr.Start()
+	t.Cleanup(func() {
+		host.Unblock()
+		require.NoError(t, tr.Stop(context.Background()))
+	})
+	require.Eventually(t, func() bool { return host.Count(trackertest.MethodMaps) >= 1 }, 10*time.Second, time.Millisecond)
+	clock.Advance(cfg.ReadTimeout + time.Millisecond)
+	<-tr.Ready()
+	_, o := tr.Snapshot().Lookup(150)
+	require.Equal(t, tracker.OutcomeStalled, o)
+
+	host.ResetCounts()
+	src.Send(tracker.Event{Kind: tracker.EventPublish, PID: 150})
+	src.Send(tracker.Event{Kind: tracker.EventPublish, PID: 151}) // handled after 150's
+	require.Eventually(t, func() bool { return host.Count(trackertest.MethodMaps) > 0 }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { _, o := tr.Snapshot().Lookup(151); return o == tracker.OutcomeNoContext }, 10*time.Second, time.Millisecond)
+	_, o = tr.Snapshot().Lookup(150)
+	assert.Equal(t, tracker.OutcomeStalled, o)
+	assert.Equal(t, 1, host.Count(trackertest.MethodMaps), "151's read only")
+}
+
 // A publication event whose read finds nothing yet (a memfd not written)
 // is retried.
 func TestPublishRetried(t *testing.T) {
@@ -288,11 +368,13 @@ func TestIdentityErrorsKeepKinds(t *testing.T) {
 	host := trackertest.NewHost()
 	host.Add(130).Errs[trackertest.MethodMaps] = procfs.ErrPermissionDenied
 	h, src := eventHarness(t, host, bothSources)
+	host.ResetCounts()
 	src.Send(tracker.Event{Kind: tracker.EventPublish, PID: 130})
-	h.settle()
-	h.settle()
-	_, o := h.tr.Snapshot().Lookup(130)
-	assert.Equal(t, tracker.OutcomePermissionDenied, o)
+	require.Eventually(t, func() bool { return host.Count(trackertest.MethodMaps) > 0 }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool {
+		_, o := h.tr.Snapshot().Lookup(130)
+		return o == tracker.OutcomePermissionDenied
+	}, 10*time.Second, time.Millisecond, "the event's read")
 }
 
 // Events of the two sources come on two paths: an exec or an exit older

@@ -43,13 +43,14 @@ func (h *dueHeap) Pop() any {
 // the scans' schedule covers those processes.
 const maxScheduled = 1 << 16
 
-// schedule reads p after delay.
-func (t *Tracker) schedule(p *proc, pid int, kind dueKind, delay time.Duration) {
+// schedule reads p after delay; false when the read was dropped.
+func (t *Tracker) schedule(p *proc, pid int, kind dueKind, delay time.Duration) bool {
 	if len(t.dues) >= maxScheduled {
 		t.droppedDues++
-		return
+		return false
 	}
 	heap.Push(&t.dues, due{at: t.clock() + int64(delay), pid: int32(pid), serial: p.serial, kind: kind})
+	return true
 }
 
 // nextDue returns the clock of the earliest scheduled read, false when

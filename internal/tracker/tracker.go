@@ -59,7 +59,12 @@ type proc struct {
 	// kernel: a kernel thread, never read again.
 	kernel bool
 	// again: an event came while a read was in progress: read again.
-	again   bool
+	again bool
+	// awaited: a publication event of a process without a publication
+	// asked for a read that has not been applied yet. Lookups say
+	// OutcomeUnknown meanwhile, so that telemetry sent right after a
+	// publish waits for its read (Probe) instead of passing through.
+	awaited bool
 	young   uint8  // young reads done (youngDelays)
 	retries uint8  // reads after a publication event that found nothing yet
 	serial  uint32 // the tracker's name for this incarnation of the pid
@@ -874,6 +879,10 @@ func (t *Tracker) apply(r *request, scanGen uint32) {
 		return // it exited or exec'd meanwhile: the read is of the past
 	}
 	p.inflight = false
+	if p.awaited {
+		p.awaited = false
+		t.outcomes.set(r.pid, p.status) // what follows sets the read's outcome
+	}
 	if o == OutcomeGone {
 		if err := t.host.CheckProcfs(); err != nil {
 			// Not gone: the procfs is (an unmounted /hostfs/proc).
@@ -1112,7 +1121,7 @@ func (t *Tracker) probe(w *probeWait) {
 			t.procs[pid] = p
 			p.inflight = true
 			reqs = append(reqs, request{pid: pid, op: opDiscover, serial: p.serial})
-		case !p.inflight:
+		case !p.inflight && !p.awaited:
 			continue // known meanwhile
 		}
 		t.waiters[pid] = append(t.waiters[pid], w)

@@ -71,9 +71,12 @@ func dial(t *testing.T, port int) *grpc.ClientConn {
 func TestEnrichmentThroughTheCollector(t *testing.T) {
 	server := startOTLPServer(t)
 	port := freePort(t)
-	startCollector(t, enrichConfig(port, server.addr))
+	// Published before the collector starts: its first scan knows them.
+	// (Telemetry sent within a millisecond of a publish can beat the
+	// publication event to the tracker and pass through unenriched.)
 	goPub := publishService(t, pubtest.Go, "e2e-go-svc")
 	cPub := publishService(t, pubtest.C, "e2e-c-svc")
+	startCollector(t, enrichConfig(port, server.addr))
 	conn := dial(t, port)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
