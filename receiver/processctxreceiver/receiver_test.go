@@ -175,11 +175,7 @@ func (r *running) waitScans(t *testing.T, n uint64) {
 func (r *running) reads(t *testing.T) map[string]int64 {
 	t.Helper()
 	out := map[string]int64{}
-	m, err := r.tel.GetMetric("otelcol_receiver_process_context_reads")
-	if err != nil {
-		return out // nothing recorded yet
-	}
-	for _, dp := range m.Data.(metricdataSum).DataPoints {
+	for _, dp := range r.intPoints(t, "otelcol_receiver_process_context_reads") {
 		v, _ := dp.Attributes.Value("outcome")
 		out[v.AsString()] = dp.Value
 	}

@@ -65,25 +65,30 @@ func (g *gate) set(closed bool) {
 	g.closed = closed
 }
 
+// intPoints returns the points of a counter or gauge, none when not
+// recorded yet.
+func (r *running) intPoints(t *testing.T, name string) []metricdata.DataPoint[int64] {
+	t.Helper()
+	m, err := r.tel.GetMetric(name)
+	if err != nil {
+		return nil
+	}
+	switch d := m.Data.(type) {
+	case metricdata.Sum[int64]:
+		return d.DataPoints
+	case metricdata.Gauge[int64]:
+		return d.DataPoints
+	}
+	t.Fatalf("%s: unexpected data %T", name, m.Data)
+	return nil
+}
+
 // intMetric returns the value of a counter or gauge with the given
 // attribute (key "" for none), 0 when not recorded.
 func (r *running) intMetric(t *testing.T, name, key, value string) int64 {
 	t.Helper()
-	m, err := r.tel.GetMetric(name)
-	if err != nil {
-		return 0
-	}
-	var points []metricdata.DataPoint[int64]
-	switch d := m.Data.(type) {
-	case metricdata.Sum[int64]:
-		points = d.DataPoints
-	case metricdata.Gauge[int64]:
-		points = d.DataPoints
-	default:
-		t.Fatalf("%s: unexpected data %T", name, m.Data)
-	}
 	var n int64
-	for _, dp := range points {
+	for _, dp := range r.intPoints(t, name) {
 		if v, ok := dp.Attributes.Value(attribute.Key(key)); key == "" || ok && v.AsString() == value {
 			n += dp.Value
 		}

@@ -1,5 +1,0 @@
-package processctxreceiver
-
-import "go.opentelemetry.io/otel/sdk/metric/metricdata"
-
-type metricdataSum = metricdata.Sum[int64]
