@@ -332,10 +332,7 @@ func (t *Tracker) readForEvent(pid int, p *proc) {
 	case p.q != nil && now < p.q.until, p.stuck && p.stuckMemFile:
 		// Quarantined, or its read still stuck: no event makes it read
 		// sooner, and nothing is awaited.
-		if p.awaited {
-			p.awaited = false
-			t.outcomes.set(pid, p.status)
-		}
+		t.unawait(pid, p)
 		return
 	case p.inflight:
 		p.again = true
@@ -359,6 +356,15 @@ func (t *Tracker) await(pid int, p *proc) {
 	if p.pub == nil && !p.awaited {
 		p.awaited = true
 		t.outcomes.set(pid, OutcomeUnknown)
+	}
+}
+
+// unawait: nothing is awaited for p any more; lookups say its status
+// again (until the read being applied, if any, sets another).
+func (t *Tracker) unawait(pid int, p *proc) {
+	if p.awaited {
+		p.awaited = false
+		t.outcomes.set(pid, p.status)
 	}
 }
 

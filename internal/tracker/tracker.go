@@ -879,10 +879,7 @@ func (t *Tracker) apply(r *request, scanGen uint32) {
 		return // it exited or exec'd meanwhile: the read is of the past
 	}
 	p.inflight = false
-	if p.awaited {
-		p.awaited = false
-		t.outcomes.set(r.pid, p.status) // what follows sets the read's outcome
-	}
+	t.unawait(r.pid, p)
 	if o == OutcomeGone {
 		if err := t.host.CheckProcfs(); err != nil {
 			// Not gone: the procfs is (an unmounted /hostfs/proc).
@@ -1200,25 +1197,17 @@ func (t *Tracker) lightScan() {
 	t.gen++
 	s := &scanState{gen: t.gen, began: t.now(), light: true}
 	s.stats.Began = s.began
-	s.stats.Publishers = t.livePubs
 	t.scan = s
 	t.finishScan()
 }
 
-// finishScan sweeps the processes the scan did not list, expires retained
-// publications and reports.
-func (t *Tracker) finishScan() {
-	s := t.scan
+// sweep forgets the processes a listed scan did not list and counts those
+// that cannot be read, for the scan's stats and reports.
+func (t *Tracker) sweep(s *scanState) {
 	for pid, p := range t.procs {
-		if s.light {
-			break // nothing listed: nothing to sweep or count
-		}
 		if p.gen != s.gen && !p.inflight {
 			t.forget(pid, p)
 			continue
-		}
-		if p.pub != nil {
-			s.stats.Publishers++
 		}
 		switch {
 		case p.q != nil:
@@ -1229,31 +1218,38 @@ func (t *Tracker) finishScan() {
 			t.reports.deniedPid(pid)
 		}
 	}
-	t.expire()
-	s.stats.Retained = len(t.retained)
-	s.stats.Tracked = len(t.procs) + s.stats.Retained
-	if !s.light {
+}
+
+// finishScan sweeps the processes the scan did not list, expires retained
+// publications and reports.
+func (t *Tracker) finishScan() {
+	s := t.scan
+	if !s.light { // nothing listed: nothing to sweep or count
+		t.sweep(s)
 		t.setScanned(s.stats.Denied)
 	}
+	t.expire()
+	s.stats.Publishers = t.livePubs
+	s.stats.Retained = len(t.retained)
+	s.stats.Tracked = len(t.procs) + s.stats.Retained
 	// Every read since the last scan: the scan's, and those of events and
 	// probes between scans.
 	s.stats.Reads, t.reads = t.reads, [numOutcomes]int64{}
 	s.stats.Duration = t.now().Sub(s.began)
-	if !t.scanned {
-		// Whoever Ready wakes finds the first scan in the snapshot, which
-		// says Scanned from now on.
+	first := !t.scanned
+	if first {
 		t.scanned = true
-		t.dirty = false
-		t.publishSnapshot()
-		close(t.ready)
+		t.dirty = true // snapshots say Scanned from now on
 	}
-	t.scanned = true
 	t.scan = nil
 	t.pendingStats = &s.stats
 	if j := t.reports.due(t.now(), t.cfg); j != nil {
 		t.enqueue(j)
 	}
 	t.flush()
+	if first {
+		close(t.ready) // after the flush: whoever it wakes finds the first scan in the snapshot
+	}
 	for _, done := range s.waiters {
 		close(done)
 	}
