@@ -43,7 +43,7 @@ var containerScopePrefixes = [...]string{
 func ContainerIDFromCgroup(cgroup []byte) string {
 	for len(cgroup) > 0 {
 		var line []byte
-		line, cgroup = nextLine(cgroup)
+		line, cgroup, _ = bytes.Cut(cgroup, []byte("\n"))
 		if id := containerIDFromPath(cgroupPath(line)); id != nil {
 			return string(id)
 		}
@@ -71,20 +71,12 @@ func PodUIDFromCgroup(cgroup []byte) string {
 	var uid [podUIDLen]byte
 	for len(cgroup) > 0 {
 		var line []byte
-		line, cgroup = nextLine(cgroup)
+		line, cgroup, _ = bytes.Cut(cgroup, []byte("\n"))
 		if podUIDFromPath(cgroupPath(line), &uid) {
 			return string(uid[:])
 		}
 	}
 	return ""
-}
-
-// nextLine splits the first line, without its newline, off b.
-func nextLine(b []byte) (line, rest []byte) {
-	if i := bytes.IndexByte(b, '\n'); i >= 0 {
-		return b[:i], b[i+1:]
-	}
-	return b, nil
 }
 
 // cgroupPath returns the path of one cgroup line, or nil when the line does
@@ -203,7 +195,8 @@ func podUIDFromPath(path []byte, uid *[podUIDLen]byte) bool {
 // "pod<uid>" (cgroupfs driver).
 func podUIDFromSegment(seg []byte, uid *[podUIDLen]byte) int {
 	const pod = "pod"
-	if name, ok := bytes.CutSuffix(cutByte(seg, ':'), []byte(".slice")); ok {
+	unit, _, _ := bytes.Cut(seg, []byte(":"))
+	if name, ok := bytes.CutSuffix(unit, []byte(".slice")); ok {
 		at := len(name) - podUIDLen - len(pod)
 		if at < 0 || string(name[at:at+len(pod)]) != pod || (at > 0 && name[at-1] != '-') {
 			return -1
@@ -217,14 +210,6 @@ func podUIDFromSegment(seg []byte, uid *[podUIDLen]byte) int {
 		return 0
 	}
 	return -1
-}
-
-// cutByte returns b up to its first c, or all of b.
-func cutByte(b []byte, c byte) []byte {
-	if i := bytes.IndexByte(b, c); i >= 0 {
-		return b[:i]
-	}
-	return b
 }
 
 // canonicalPodUID reports whether b is a UUID in lowercase hex whose groups
