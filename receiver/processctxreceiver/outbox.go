@@ -29,7 +29,6 @@ const maxBatchEvents = 8192
 // pendingEvent is an entity event not delivered yet: built anew for each
 // attempt, from the immutable publication it states or ends.
 type pendingEvent struct {
-	key    tracker.Key
 	p      *tracker.Process
 	at     time.Time
 	reason string // delete events only
@@ -73,7 +72,7 @@ func (o *outbox) addState(p *tracker.Process, at time.Time) {
 		// delivered: the entity lives, the delete no longer holds.
 		o.remove(&o.deletes, o.deleteOf, e)
 	}
-	ev := &pendingEvent{key: p.Key, p: p, at: at}
+	ev := &pendingEvent{p: p, at: at}
 	if e, ok := o.stateOf[p.Key]; ok {
 		e.Value = ev
 		o.states.MoveToBack(e)
@@ -85,7 +84,7 @@ func (o *outbox) addState(p *tracker.Process, at time.Time) {
 
 // addDelete queues a delete event of p.
 func (o *outbox) addDelete(p *tracker.Process, at time.Time, reason string) {
-	ev := &pendingEvent{key: p.Key, p: p, at: at, reason: reason}
+	ev := &pendingEvent{p: p, at: at, reason: reason}
 	if e, ok := o.deleteOf[p.Key]; ok {
 		o.remove(&o.deletes, o.deleteOf, e)
 	}
@@ -158,7 +157,7 @@ func (o *outbox) drop(states, deletes int, reason dropReason) {
 }
 
 func (o *outbox) remove(l *list.List, index map[tracker.Key]*list.Element, e *list.Element) {
-	delete(index, e.Value.(*pendingEvent).key)
+	delete(index, e.Value.(*pendingEvent).p.Key)
 	l.Remove(e)
 }
 

@@ -169,14 +169,14 @@ func versionOf(pid, v int) *tracker.Process {
 func describe(states, deletes []*pendingEvent) []string {
 	var out []string
 	for _, e := range states {
-		s := fmt.Sprintf("state %d", e.key.PID)
+		s := fmt.Sprintf("state %d", e.p.PID)
 		if v, _ := e.p.Context.Resource.Get("service.version"); v.Int() > 1 {
 			s += fmt.Sprintf("@%d", v.Int())
 		}
 		out = append(out, s)
 	}
 	for _, e := range deletes {
-		out = append(out, fmt.Sprintf("delete %d", e.key.PID))
+		out = append(out, fmt.Sprintf("delete %d", e.p.PID))
 	}
 	return out
 }
