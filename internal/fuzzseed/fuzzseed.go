@@ -13,9 +13,10 @@ package fuzzseed
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"testing"
 )
 
@@ -54,12 +55,7 @@ func Check(t testing.TB, target string, seeds map[string][]any) {
 			}
 		}
 	}
-	names := make([]string, 0, len(want))
-	for name := range want {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(want)) {
 		got, err := os.ReadFile(filepath.Join(dir, name))
 		switch {
 		case err != nil:
