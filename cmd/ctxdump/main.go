@@ -18,6 +18,7 @@ import (
 	"os/signal"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -25,7 +26,6 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
-	"github.com/processctx/otelcol-processctx/internal/otep"
 	"github.com/processctx/otelcol-processctx/internal/tracker"
 )
 
@@ -90,17 +90,18 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 		return err
 	}
 	cfg := tracker.DefaultConfig()
-	cfg.ScanInterval = 2 * time.Second
+	cfg.RootPath = o.root
+	cfg.CollectionInterval = 2 * time.Second
 	cfg.RescanInterval = 2 * time.Second
 	cfg.RescanMaxInterval = 2 * time.Second
 	cfg.ReadTimeout = o.timeout
-	cfg.ReportInterval = time.Hour
+	cfg.WarningInterval = time.Hour
 	// The tracker's warnings (permission denied, stalled reads) name the
 	// processes and say why: they are what ctxdump reports on stderr.
 	logger := zap.New(zapcore.NewCore(
 		zapcore.NewConsoleEncoder(zapcore.EncoderConfig{MessageKey: "msg", LevelKey: "level", EncodeLevel: zapcore.CapitalLevelEncoder}),
 		zapcore.AddSync(errOut), zapcore.WarnLevel))
-	tr, err := tracker.Open(o.root, otep.DefaultLimits(), cfg, logger)
+	tr, err := tracker.Open(cfg, logger)
 	if err != nil {
 		return err
 	}
@@ -110,15 +111,16 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 		defer cancel()
 		_ = tr.Stop(stopCtx)
 	}()
-	sub, err := tr.Subscribe(ctx)
+	var changes inbox
+	unsubscribe, err := tr.Subscribe(ctx, changes.add)
 	if err != nil {
 		return err
 	}
-	defer sub.Close()
+	defer unsubscribe()
 	if err := tr.Rescan(ctx); err != nil {
 		return err
 	}
-	sub.Take() // the listing below shows it all
+	changes.take() // the listing below shows it all
 	var list []*tracker.Process
 	tr.Snapshot().All(func(p *tracker.Process) bool {
 		if p.Live() && (o.pid == 0 || p.PID == o.pid) {
@@ -145,10 +147,9 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-sub.C():
+		case <-changes.wait():
 		}
-		changes, _ := sub.Take()
-		for _, c := range changes {
+		for _, c := range changes.take() {
 			if o.pid != 0 && c.Process.PID != o.pid {
 				continue
 			}
@@ -213,4 +214,43 @@ func dash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// inbox keeps the tracker's changes until the watch loop takes them.
+type inbox struct {
+	mu      sync.Mutex
+	changes []tracker.Change
+	c       chan struct{}
+}
+
+func (b *inbox) add(changes []tracker.Change, _ *tracker.ScanStats) {
+	b.mu.Lock()
+	b.changes = append(b.changes, changes...)
+	c := b.signal()
+	b.mu.Unlock()
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
+
+func (b *inbox) signal() chan struct{} {
+	if b.c == nil {
+		b.c = make(chan struct{}, 1)
+	}
+	return b.c
+}
+
+func (b *inbox) wait() <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.signal()
+}
+
+func (b *inbox) take() []tracker.Change {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	changes := b.changes
+	b.changes = nil
+	return changes
 }

@@ -1,6 +1,7 @@
 // Package processctxextension implements the process_context extension: it
-// runs the one process tracker that the process_context receiver and
-// processor of a collector share, so that the host's processes are read
-// once, on one schedule, with one set of warnings. The components find it
-// through the collector's host; without it each runs a tracker of its own.
+// runs the one process tracker of a collector (internal/tracker), which
+// the process_context receiver and processor use. The host's processes are
+// read once, on one schedule, with one set of warnings; the components
+// find the extension through the collector's host and fail to start
+// without it.
 package processctxextension

@@ -2,21 +2,25 @@ package processctxextension
 
 import (
 	"context"
-	"path/filepath"
+	"errors"
+	"fmt"
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/extension"
+	"go.opentelemetry.io/otel/metric"
 
+	"github.com/processctx/otelcol-processctx/extension/processctxextension/internal/metadata"
 	"github.com/processctx/otelcol-processctx/internal/sharedtracker"
 	"github.com/processctx/otelcol-processctx/internal/tracker"
 	"github.com/processctx/otelcol-processctx/internal/trackerstatus"
 )
 
-// processContextExtension runs the shared tracker.
+// processContextExtension runs the tracker.
 type processContextExtension struct {
-	cfg      *Config
-	settings extension.Settings
-	tracker  *tracker.Tracker
+	cfg       *Config
+	settings  extension.Settings
+	tracker   *tracker.Tracker
+	telemetry *metadata.TelemetryBuilder
 	// stopStatus ends the reports of the tracker's health as the
 	// extension's status.
 	stopStatus func()
@@ -28,12 +32,30 @@ var _ sharedtracker.Provider = (*processContextExtension)(nil)
 // begins after initial_delay); the tracker's health becomes the
 // extension's status.
 func (e *processContextExtension) Start(_ context.Context, host component.Host) error {
-	tr, err := tracker.Open(e.cfg.RootPath, e.cfg.limits(), e.cfg.trackerConfig(), e.settings.Logger)
+	tr, err := tracker.Open(*e.cfg, e.settings.Logger)
 	if err != nil {
 		return err
 	}
+	tb, err := metadata.NewTelemetryBuilder(e.settings.TelemetrySettings)
+	if err != nil {
+		return fmt.Errorf("process_context extension telemetry: %w", err)
+	}
+	err = errors.Join(
+		tb.RegisterExtensionProcessContextEventsReceivedCallback(func(_ context.Context, o metric.Int64Observer) error {
+			o.Observe(int64(tr.Events().Received))
+			return nil
+		}),
+		tb.RegisterExtensionProcessContextEventDropsCallback(func(_ context.Context, o metric.Int64Observer) error {
+			o.Observe(int64(tr.Events().Lost))
+			return nil
+		}),
+	)
+	if err != nil {
+		tb.Shutdown()
+		return fmt.Errorf("process_context extension telemetry: %w", err)
+	}
 	tr.Start()
-	e.tracker = tr
+	e.tracker, e.telemetry = tr, tb
 	e.stopStatus = trackerstatus.Watch(host, tr)
 	return nil
 }
@@ -45,11 +67,9 @@ func (e *processContextExtension) Shutdown(ctx context.Context) error {
 		return nil
 	}
 	e.stopStatus()
+	e.telemetry.Shutdown()
 	return e.tracker.Stop(ctx)
 }
 
 // ProcessTracker implements sharedtracker.Provider.
 func (e *processContextExtension) ProcessTracker() *tracker.Tracker { return e.tracker }
-
-// RootPath implements sharedtracker.Provider.
-func (e *processContextExtension) RootPath() string { return filepath.Clean(e.cfg.RootPath) }

@@ -1,15 +1,15 @@
-// Package sharedtracker is how the process_context components of one
-// collector share one process tracker: the process_context extension runs
-// it, and the receiver and the processor find it through the collector's
-// host (component.Host.GetExtensions), the way contrib components find a
-// storage extension. A component that finds none runs a tracker of its
-// own.
+// Package sharedtracker is how the process_context receiver and processor
+// find the one process tracker of a collector: the process_context
+// extension runs it, and they find it through the collector's host
+// (component.Host.GetExtensions), the way contrib components find a storage
+// extension or an observer. A component that finds none fails to start,
+// with the configuration to add.
 package sharedtracker
 
 import (
 	"fmt"
-	"path/filepath"
 	"slices"
+	"strings"
 
 	"go.opentelemetry.io/collector/component"
 
@@ -20,56 +20,46 @@ import (
 type Provider interface {
 	// ProcessTracker returns the extension's started tracker.
 	ProcessTracker() *tracker.Tracker
-	// RootPath returns the root path the tracker reads.
-	RootPath() string
 }
 
-// Shared is a tracker found on the host.
-type Shared struct {
-	Tracker  *tracker.Tracker
-	ID       component.ID
-	RootPath string
-}
+// missing is the end of the error without an extension: the lines to add.
+const missing = `the process_context extension runs the collector's process tracker: add it to the configuration
+  extensions:
+    process_context:
+  service:
+    extensions: [process_context]`
 
 // Find returns the tracker of the extension id names or, when id is nil,
-// of the only Provider among the host's extensions; nil when id is nil and
-// the host has none. A component configured with rootPath other than "/"
-// must agree with the extension's root path: pids would otherwise name
-// processes of two different procfs.
-func Find(host component.Host, id *component.ID, rootPath string) (*Shared, error) {
-	var found []Shared
+// of the only process_context extension of the collector, and that
+// extension's ID. It fails when there is none, when id names another kind
+// of extension, and when id is nil and there are several.
+func Find(host component.Host, id *component.ID) (*tracker.Tracker, component.ID, error) {
+	var found []component.ID
+	providers := map[component.ID]Provider{}
 	for extID, ext := range host.GetExtensions() {
-		if id != nil && extID != *id {
-			continue
-		}
 		p, ok := ext.(Provider)
-		if !ok {
-			if id != nil {
-				return nil, fmt.Errorf("tracker: extension %s is not a process_context extension", extID)
-			}
+		switch {
+		case id != nil && extID != *id:
 			continue
+		case !ok && id != nil:
+			return nil, extID, fmt.Errorf("tracker: extension %s is not a process_context extension", extID)
+		case ok:
+			found = append(found, extID)
+			providers[extID] = p
 		}
-		found = append(found, Shared{Tracker: p.ProcessTracker(), ID: extID, RootPath: p.RootPath()})
 	}
 	switch {
 	case id != nil && len(found) == 0:
-		return nil, fmt.Errorf("tracker: extension %s is not configured (list it under service::extensions)", id)
+		return nil, *id, fmt.Errorf("tracker: extension %s is not in service::extensions; %s", id, missing)
 	case len(found) == 0:
-		return nil, nil
+		return nil, component.ID{}, fmt.Errorf("no process_context extension; %s", missing)
 	case len(found) > 1:
-		ids := make([]string, len(found))
-		for i, s := range found {
-			ids[i] = s.ID.String()
-		}
-		slices.Sort(ids)
-		return nil, fmt.Errorf("tracker: the collector has several process_context extensions (%v): say which with the tracker key", ids)
+		slices.SortFunc(found, func(a, b component.ID) int { return strings.Compare(a.String(), b.String()) })
+		return nil, component.ID{}, fmt.Errorf("the collector has several process_context extensions (%v): say which with the tracker key", found)
 	}
-	s := found[0]
-	if s.Tracker == nil {
-		return nil, fmt.Errorf("tracker: extension %s is not started", s.ID)
+	tr := providers[found[0]].ProcessTracker()
+	if tr == nil {
+		return nil, found[0], fmt.Errorf("tracker: extension %s is not started", found[0])
 	}
-	if rootPath != "" && filepath.Clean(rootPath) != "/" && filepath.Clean(rootPath) != filepath.Clean(s.RootPath) {
-		return nil, fmt.Errorf("root_path %q differs from the root_path %q of the tracker extension %s: set it on the extension only", rootPath, s.RootPath, s.ID)
-	}
-	return &s, nil
+	return tr, found[0], nil
 }

@@ -20,12 +20,10 @@ func (h host) GetExtensions() map[component.ID]component.Component { return h }
 type provider struct {
 	component.StartFunc
 	component.ShutdownFunc
-	tr   *tracker.Tracker
-	root string
+	tr *tracker.Tracker
 }
 
 func (p *provider) ProcessTracker() *tracker.Tracker { return p.tr }
-func (p *provider) RootPath() string                 { return p.root }
 
 type other struct {
 	component.StartFunc
@@ -38,42 +36,36 @@ func TestFind(t *testing.T) {
 	a := component.MustNewIDWithName("process_context", "a")
 	b := component.MustNewIDWithName("process_context", "b")
 	storage := component.MustNewID("file_storage")
-	one := host{a: &provider{tr: tr, root: "/hostfs"}, storage: &other{}}
-	two := host{a: &provider{tr: tr, root: "/"}, b: &provider{tr: tr, root: "/"}}
+	one := host{a: &provider{tr: tr}, storage: &other{}}
+	two := host{a: &provider{tr: tr}, b: &provider{tr: tr}}
+	addIt := "add it to the configuration\n  extensions:\n    process_context:\n  service:\n    extensions: [process_context]"
 
 	tests := []struct {
 		name    string
 		host    component.Host
 		id      *component.ID
-		root    string
-		want    *component.ID
+		want    component.ID
 		wantErr string
 	}{
-		{name: "none", host: componenttest.NewNopHost()},
-		{name: "the only one", host: one, root: "/", want: &a},
-		{name: "named", host: two, id: &b, want: &b},
-		{name: "same root path", host: one, root: "/hostfs/", want: &a},
-		{name: "another root path", host: one, root: "/other", wantErr: `root_path "/other" differs from the root_path "/hostfs"`},
+		{name: "none", host: componenttest.NewNopHost(), wantErr: "no process_context extension; the process_context extension runs the collector's process tracker: " + addIt},
+		{name: "another kind only", host: host{storage: &other{}}, wantErr: addIt},
+		{name: "the only one", host: one, want: a},
+		{name: "named", host: two, id: &b, want: b},
 		{name: "several", host: two, wantErr: "several process_context extensions ([process_context/a process_context/b])"},
-		{name: "named, missing", host: one, id: &b, wantErr: "extension process_context/b is not configured"},
+		{name: "named, missing", host: one, id: &b, wantErr: "extension process_context/b is not in service::extensions; the process_context extension runs"},
 		{name: "named, another kind", host: one, id: &storage, wantErr: "file_storage is not a process_context extension"},
 		{name: "not started", host: host{a: &provider{}}, wantErr: "not started"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s, err := Find(tt.host, tt.id, tt.root)
+			got, id, err := Find(tt.host, tt.id)
 			if tt.wantErr != "" {
 				require.ErrorContains(t, err, tt.wantErr)
 				return
 			}
 			require.NoError(t, err)
-			if tt.want == nil {
-				assert.Nil(t, s)
-				return
-			}
-			require.NotNil(t, s)
-			assert.Equal(t, *tt.want, s.ID)
-			assert.Same(t, tr, s.Tracker)
+			assert.Equal(t, tt.want, id)
+			assert.Same(t, tr, got)
 		})
 	}
 }

@@ -1,7 +1,8 @@
 package tracker
 
 import (
-	"time"
+	"sync"
+	"sync/atomic"
 
 	"go.uber.org/zap"
 )
@@ -39,6 +40,20 @@ const (
 	// PublicationEvents: publish, memfd and unmap (an eBPF program).
 	PublicationEvents
 )
+
+func (s Sources) String() string {
+	switch s {
+	case 0:
+		return "none"
+	case ProcessEvents:
+		return "process"
+	case PublicationEvents:
+		return "publication"
+	case ProcessEvents | PublicationEvents:
+		return "process, publication"
+	}
+	return "unknown"
+}
 
 // Event is what the kernel said of a process, as an EventSource delivers it.
 // Pids are those of the host's procfs (the initial pid namespace).
@@ -80,39 +95,34 @@ type PublicationFilter interface {
 func WithEventSources(sources ...EventSource) Option {
 	return func(t *Tracker) {
 		for _, s := range sources {
-			t.sources = append(t.sources, s)
-			t.live |= s.Sources()
+			t.events.sources = append(t.events.sources, s)
+			t.events.live |= s.Sources()
 			if f, ok := s.(PublicationFilter); ok {
-				t.filter = f
+				t.events.filter = f
 			}
 		}
 	}
 }
 
-const (
-	// eventQueueSize bounds the events waiting for the loop; beyond, they
-	// are dropped and counted, and scans make up for them.
-	eventQueueSize = 8192
-	// minEventGap is the least time between two reads of one process
-	// caused by its events: a process cannot make the tracker read it in
-	// a loop by calling prctl in a loop.
-	minEventGap = 10 * time.Millisecond
-	// eventsListInterval is how often, while process and publication
-	// events both come, scans list the host: the events tell of every fork
-	// and exit, the listing finds those they could not (a dropped message
-	// the kernel does not report).
-	eventsListInterval = time.Minute
-	// publishRetries bounds the reads of a process whose publication event
-	// found no readable context yet (a memfd not written, an update in
-	// progress).
-	publishRetries = 4
-)
+// eventQueueSize bounds the events waiting for the loop; beyond, they are
+// dropped and counted, and a scan makes up for them.
+const eventQueueSize = 8192
 
-// youngDelays are the waits between the reads of a young process: one
-// that exec'd, or one a scan met for the first time, while no publication
-// events are coming. SDKs publish during start-up, often seconds in; the
-// rescan schedule takes over after the last.
-var youngDelays = [...]time.Duration{time.Second, 2 * time.Second, 5 * time.Second, 10 * time.Second, 20 * time.Second}
+// eventState is the tracker's event sources and what came of them.
+type eventState struct {
+	sources []EventSource
+	filter  PublicationFilter // the source that reports unmaps, if any
+	live    Sources           // the classes running sources deliver; the loop's
+	liveNow atomic.Uint32     // live, for other goroutines
+	queue   chan Event
+	// lostWake wakes the loop when events were dropped; lostBits says of
+	// which sources.
+	lostWake       chan struct{}
+	lostBits       atomic.Uint32
+	received, lost atomic.Uint64
+	stopped        chan sourceStopped
+	wg             sync.WaitGroup
+}
 
 // EventStats counts the events a tracker received.
 type EventStats struct {
@@ -124,12 +134,12 @@ type EventStats struct {
 
 // Events returns the tracker's event counts.
 func (t *Tracker) Events() EventStats {
-	return EventStats{Received: t.eventsIn.Load(), Lost: t.eventsLost.Load()}
+	return EventStats{Received: t.events.received.Load(), Lost: t.events.lost.Load()}
 }
 
 // LiveSources says which classes of events the tracker gets from running
 // sources; the rest is polled for.
-func (t *Tracker) LiveSources() Sources { return Sources(t.liveNow.Load()) }
+func (t *Tracker) LiveSources() Sources { return Sources(t.events.liveNow.Load()) }
 
 // notify queues ev for the loop without blocking; what does not fit is
 // counted lost and made up for by a scan.
@@ -138,24 +148,19 @@ func (t *Tracker) notify(ev Event) {
 		t.markLost(ev.Source)
 		return
 	}
-	t.eventsIn.Add(1)
+	t.events.received.Add(1)
 	select {
-	case t.events <- ev:
+	case t.events.queue <- ev:
 	default:
 		t.markLost(sourceOf(ev.Kind))
 	}
 }
 
 func (t *Tracker) markLost(s Sources) {
-	t.eventsLost.Add(1)
-	for {
-		old := t.lostBits.Load()
-		if t.lostBits.CompareAndSwap(old, old|uint32(s)) {
-			break
-		}
-	}
+	t.events.lost.Add(1)
+	t.events.lostBits.Or(uint32(s))
 	select {
-	case t.lostWake <- struct{}{}:
+	case t.events.lostWake <- struct{}{}:
 	default:
 	}
 }
@@ -175,36 +180,34 @@ type sourceStopped struct {
 
 // runSources starts the sources' Run goroutines.
 func (t *Tracker) runSources() {
-	t.liveNow.Store(uint32(t.live))
-	for _, s := range t.sources {
-		t.sourcesWG.Add(1)
-		go func() {
-			defer t.sourcesWG.Done()
+	t.events.liveNow.Store(uint32(t.events.live))
+	for _, s := range t.events.sources {
+		t.events.wg.Go(func() {
 			if err := s.Run(t.notify); err != nil {
 				select {
-				case t.stoppedSources <- sourceStopped{sources: s.Sources(), err: err}:
+				case t.events.stopped <- sourceStopped{sources: s.Sources(), err: err}:
 				case <-t.stop:
 				}
 			}
-		}()
+		})
 	}
 }
 
 // closeSources stops the sources and waits for their Run to return.
 func (t *Tracker) closeSources() {
-	for _, s := range t.sources {
+	for _, s := range t.events.sources {
 		if err := s.Close(); err != nil {
 			t.log.Debug("Closing an event source failed", zap.Error(err))
 		}
 	}
-	t.sourcesWG.Wait()
+	t.events.wg.Wait()
 }
 
 // onSourceStopped falls back to polling for what a stopped source
 // delivered.
 func (t *Tracker) onSourceStopped(s sourceStopped) {
-	t.live &^= s.sources
-	t.liveNow.Store(uint32(t.live))
+	t.events.live &^= s.sources
+	t.events.liveNow.Store(uint32(t.events.live))
 	t.log.Warn("An event source stopped: polling takes over its events",
 		zap.String("events", s.sources.String()), zap.Error(s.err))
 	t.missed(s.sources)
@@ -212,7 +215,7 @@ func (t *Tracker) onSourceStopped(s sourceStopped) {
 
 // onLost makes up for dropped events.
 func (t *Tracker) onLost() {
-	lost := Sources(t.lostBits.Swap(0))
+	lost := Sources(t.events.lostBits.Swap(0))
 	if lost == 0 {
 		return
 	}
@@ -225,208 +228,83 @@ func (t *Tracker) onLost() {
 // the execs and updates; processes without a context read before now are
 // due again when publications may have been missed.
 //
-// Those scans start at once, but at most once per Config.HintInterval: a
-// process that floods the ring buffer with prctl calls gets a full scan
+// Those scans start at once, but at most once per Config.RecheckInterval:
+// a process that floods the ring buffer with prctl calls gets a full scan
 // every few seconds, not a scan loop.
 func (t *Tracker) missed(s Sources) {
-	t.fullScan = true
+	d := &t.discovery
+	d.fullScan = true
 	now := t.clock()
 	if s&PublicationEvents != 0 {
-		t.pubLostAt = now
+		d.pubLostAt = now
 	}
-	if t.scan == nil && (t.lastMissed == 0 || now-t.lastMissed >= int64(t.cfg.HintInterval)) {
-		t.lastMissed = now
+	if t.scan == nil && (d.lastMissed == 0 || now-d.lastMissed >= int64(t.cfg.RecheckInterval)) {
+		d.lastMissed = now
 		t.startScan()
 	}
 }
 
 // handle acts on one event.
 func (t *Tracker) handle(ev Event) {
-	if ev.PID <= 0 || ev.PID >= maxPID {
+	if !ValidPID(ev.PID) {
 		return
 	}
+	pid, p := ev.PID, t.procs[ev.PID]
 	switch ev.Kind {
 	case EventFork:
-		t.forked(ev.PID)
+		if p == nil { // else known already: a listing or a publication event came first
+			p = t.newProc(pid)
+			p.found, p.lookedAt = OutcomeNoContext, t.clock()
+		}
 	case EventExec:
-		t.execed(ev.PID, ev.Time)
+		t.execed(pid, p, ev.Time)
 	case EventExit:
 		// An exit older than a publication event of the pid came late: the
 		// publication is a later process's (the pid was reused).
-		if p := t.procs[ev.PID]; p != nil && (ev.Time == 0 || p.pubEventAt <= ev.Time) {
-			t.forget(ev.PID, p)
+		if p != nil && (ev.Time == 0 || p.pubEventAt <= ev.Time) {
+			t.forget(pid, p)
 		}
-	case EventPublish, EventUnmap:
-		t.publicationEvent(ev.PID, ev.Time, ev.Kind == EventUnmap)
-	case EventMemfd:
-		if p := t.procs[ev.PID]; p != nil {
-			p.pubEventAt = max(p.pubEventAt, ev.Time)
-			if t.schedule(p, ev.PID, duePublication, minEventGap) {
-				t.await(ev.PID, p)
-			}
-		} else {
-			t.publicationEvent(ev.PID, ev.Time, false)
-		}
+	case EventPublish, EventMemfd, EventUnmap:
+		t.publicationEvent(pid, p, ev)
 	}
-}
-
-// forked records a new process without a context: no read, until it execs.
-func (t *Tracker) forked(pid int) {
-	if t.procs[pid] != nil {
-		return // known already (a scan or a publication event came first)
-	}
-	p := t.newProc()
-	p.forked = true
-	p.checked = t.clock()
-	t.procs[pid] = p
-	t.setStatus(pid, p, OutcomeNoContext)
 }
 
 // execed: the process's publication, if any, is gone with its image; it is
 // young again. An exec older than a publication event of the process came
 // late (the two sources are two paths): the publication is the new image's.
-func (t *Tracker) execed(pid int, at uint64) {
-	p := t.procs[pid]
-	if p != nil && at != 0 && p.pubEventAt > at {
-		return
-	}
-	if p == nil {
-		p = t.newProc()
-		t.procs[pid] = p
-	} else {
-		t.endPublication(pid, p, Unpublished)
-		p.renew(t)
-	}
-	p.forked = false
-	p.checked = t.clock()
-	t.setStatus(pid, p, OutcomeNoContext)
-	if t.live&PublicationEvents == 0 {
-		p.young = 0
-		t.schedule(p, pid, dueYoung, youngDelays[0])
-	}
-}
-
-// publicationEvent reads pid soon: it published, updated or unmapped its
-// context.
-func (t *Tracker) publicationEvent(pid int, at uint64, unmap bool) {
-	p := t.procs[pid]
-	if p == nil {
-		if unmap {
-			return
-		}
-		p = t.newProc()
-		t.procs[pid] = p
-	} else if unmap && p.pub == nil {
-		return
-	}
-	p.pubEventAt = max(p.pubEventAt, at)
-	p.retries = 0
-	t.readForEvent(pid, p)
-}
-
-// readForEvent reads p now, or as soon as minEventGap since its last
-// event read has passed; a read in progress is followed by another.
-func (t *Tracker) readForEvent(pid int, p *proc) {
-	now := t.clock()
+func (t *Tracker) execed(pid int, p *proc, at uint64) {
 	switch {
-	case p.q != nil && now < p.q.until, p.stuck && p.stuckMemFile:
-		// Quarantined, or its read still stuck: no event makes it read
-		// sooner, and nothing is awaited.
-		t.unawait(pid, p)
+	case p == nil:
+		p = t.newProc(pid)
+	case at != 0 && p.pubEventAt > at:
 		return
-	case p.inflight:
-		p.again = true
-		t.await(pid, p)
-		return
-	case p.lastEvent != 0 && now-p.lastEvent < int64(minEventGap):
-		if t.schedule(p, pid, duePublication, time.Duration(int64(minEventGap)-(now-p.lastEvent))) {
-			t.await(pid, p)
-		}
-		return
-	}
-	p.lastEvent = now
-	t.readNow(pid, p)
-	t.await(pid, p)
-}
-
-// await: a read of p for a publication event is queued, scheduled or
-// follows the one in progress. A process without a publication is "not
-// known yet" until it is applied (it may have just published).
-func (t *Tracker) await(pid int, p *proc) {
-	if p.pub == nil && !p.awaited {
-		p.awaited = true
-		t.outcomes.set(pid, OutcomeUnknown)
-	}
-}
-
-// unawait: nothing is awaited for p any more; lookups say its status
-// again (until the read being applied, if any, sets another).
-func (t *Tracker) unawait(pid int, p *proc) {
-	if p.awaited {
-		p.awaited = false
-		t.outcomes.set(pid, p.status)
-	}
-}
-
-// readNow queues the read that tells what p publishes, before scan work.
-func (t *Tracker) readNow(pid int, p *proc) {
-	r := request{pid: pid, serial: p.serial, via: p.via(), event: true}
-	switch {
-	case p.start == 0:
-		r.op = opDiscover
-	case p.pub != nil:
-		r.op, r.start, r.addr, r.last = opRefresh, p.start, p.pub.Addr, p.pub.Context.PublishedAt
 	default:
-		r.op, r.start = opLocate, p.start
+		t.newIncarnation(pid, p, Unpublished, p.start)
 	}
-	p.inflight = true
-	t.enqueue(&job{urgent: true, reqs: []request{r}})
+	p.found, p.lookedAt = OutcomeNoContext, t.clock()
+	if t.events.live&PublicationEvents == 0 {
+		t.plan(pid, p, causeYoung, t.clock()+int64(youngDelays[0]))
+	}
 }
 
-// afterRead follows up a read of p: the read an event asked for while it
-// ran, the retries of a publication event that found nothing yet, the next
-// read of a young process.
-func (t *Tracker) afterRead(pid int, p *proc, r *request, o Outcome) {
-	if p.again {
-		p.again = false
-		t.readForEvent(pid, p)
-		return
-	}
-	if p.pub != nil || p.kernel {
-		p.retries, p.young = 0, youngDone
-		return
-	}
+// publicationEvent reads p soon: it published, updated or unmapped its
+// context, or created the memfd of one (read a little later: its header
+// is not written yet).
+func (t *Tracker) publicationEvent(pid int, p *proc, ev Event) {
+	unmap := ev.Kind == EventUnmap
 	switch {
-	case r.event && p.retries < publishRetries && (o == OutcomeNoContext || o == OutcomeTorn):
-		// A memfd not written yet, or an update in progress.
-		p.retries++
-		t.schedule(p, pid, duePublication, minEventGap<<(2*p.retries))
-	case o == OutcomeNoContext && p.young < youngDone && t.live&PublicationEvents == 0 &&
-		(r.young || (r.op == opDiscover && t.scanned)):
-		// A process a scan met for the first time (it may be between fork
-		// and exec), or one that exec'd: young, read again soon.
-		if r.young {
-			p.young++
-		}
-		if p.young < youngDone {
-			t.schedule(p, pid, dueYoung, youngDelays[p.young])
-		}
+	case p == nil && unmap, p != nil && unmap && p.pub == nil:
+		return
+	case p == nil:
+		p = t.newProc(pid)
 	}
-}
-
-// youngDone marks a process past its young reads.
-const youngDone = uint8(len(youngDelays))
-
-func (s Sources) String() string {
-	switch s {
-	case 0:
-		return "none"
-	case ProcessEvents:
-		return "process"
-	case PublicationEvents:
-		return "publication"
-	case ProcessEvents | PublicationEvents:
-		return "process, publication"
+	p.pubEventAt = max(p.pubEventAt, ev.Time)
+	p.steps = 0
+	if ev.Kind != EventMemfd {
+		t.want(pid, p, causeEvent)
+		return
 	}
-	return "unknown"
+	if d, _ := t.decide(p, causeEvent, t.clock()); d != skip {
+		t.plan(pid, p, causeEvent, t.clock()+int64(minEventGap))
+	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/processctx/otelcol-processctx/internal/otep"
 	"github.com/processctx/otelcol-processctx/internal/pubtest"
 	"github.com/processctx/otelcol-processctx/internal/tracker"
+	"github.com/processctx/otelcol-processctx/internal/tracker/trackertest"
 )
 
 // liveTracker runs a tracker of this host, opened as the components open
@@ -26,23 +27,22 @@ import (
 // With events, its scans and rescans are an hour apart: whatever it finds
 // within a test, events told it. Polling scans every 200 ms, with rescans
 // an hour apart: only the young schedule finds a late publisher.
-func liveTracker(t *testing.T, discovery tracker.Discovery) (*tracker.Tracker, *tracker.Subscription, *observer.ObservedLogs) {
+func liveTracker(t *testing.T, discovery tracker.Discovery) (*tracker.Tracker, *trackertest.Recorder, *observer.ObservedLogs) {
 	t.Helper()
 	pubtest.RequireRoot(t)
 	cfg := tracker.DefaultConfig()
 	cfg.Discovery = discovery
 	cfg.RescanInterval, cfg.RescanMaxInterval = time.Hour, time.Hour
-	cfg.ScanInterval = time.Hour
+	cfg.CollectionInterval = time.Hour
 	if discovery == tracker.DiscoveryPoll {
-		cfg.ScanInterval = 200 * time.Millisecond
+		cfg.CollectionInterval = 200 * time.Millisecond
 	}
 	core, logs := observer.New(zap.InfoLevel)
-	tr, err := tracker.Open("/", otep.DefaultLimits(), cfg, zap.New(core))
+	tr, err := tracker.Open(cfg, zap.New(core))
 	require.NoError(t, err)
 	tr.Start()
 	t.Cleanup(func() { require.NoError(t, tr.Stop(context.Background())) })
-	sub, err := tr.Subscribe(context.Background())
-	require.NoError(t, err)
+	sub := trackertest.Subscribe(t, tr)
 	<-tr.Ready()
 	if discovery == tracker.DiscoveryEvents {
 		require.Equal(t, tracker.ProcessEvents|tracker.PublicationEvents, tr.LiveSources())
@@ -51,7 +51,7 @@ func liveTracker(t *testing.T, discovery tracker.Discovery) (*tracker.Tracker, *
 }
 
 // changesOf waits for n changes of pid and returns them as "kind service".
-func changesOf(t *testing.T, tr *tracker.Tracker, sub *tracker.Subscription, pid, n int) []string {
+func changesOf(t *testing.T, tr *tracker.Tracker, sub *trackertest.Recorder, pid, n int) []string {
 	t.Helper()
 	var got []string
 	deadline := time.After(30 * time.Second)
@@ -195,9 +195,9 @@ func TestFallbackAsHelper(t *testing.T) {
 		t.Skip("only runs as a helper process")
 	}
 	cfg := tracker.DefaultConfig()
-	cfg.ScanInterval = 200 * time.Millisecond
+	cfg.CollectionInterval = 200 * time.Millisecond
 	core, logs := observer.New(zap.InfoLevel)
-	tr, err := tracker.Open("/", otep.DefaultLimits(), cfg, zap.New(core))
+	tr, err := tracker.Open(cfg, zap.New(core))
 	require.NoError(t, err)
 	tr.Start()
 	defer func() { _ = tr.Stop(context.Background()) }()

@@ -252,28 +252,14 @@ func TestQuarantinedPublisherNotAwaited(t *testing.T) {
 	host.Add(150).Block = trackertest.MethodMaps
 	host.Publish(150, "hostile")
 	host.Add(151)
-	src := trackertest.NewSource(bothSources)
-	cfg := testConfig()
-	clock := trackertest.NewClock()
-	tr, err := tracker.New(host, cfg, zap.NewNop(), tracker.WithClock(clock.Now), tracker.WithEventSources(src))
-	require.NoError(t, err)
-	tr.Start()
-	t.Cleanup(func() {
-		host.Unblock()
-		require.NoError(t, tr.Stop(context.Background()))
-	})
-	require.Eventually(t, func() bool { return host.Count(trackertest.MethodMaps) >= 1 }, 10*time.Second, time.Millisecond)
-	clock.Advance(cfg.ReadTimeout + time.Millisecond)
-	<-tr.Ready()
-	_, o := tr.Snapshot().Lookup(150)
-	require.Equal(t, tracker.OutcomeStalled, o)
+	tr, src, _ := stalledAtStart(t, host, 150)
 
 	host.ResetCounts()
 	src.Send(tracker.Event{Kind: tracker.EventPublish, PID: 150})
 	src.Send(tracker.Event{Kind: tracker.EventPublish, PID: 151}) // handled after 150's
 	require.Eventually(t, func() bool { return host.Count(trackertest.MethodMaps) > 0 }, 10*time.Second, time.Millisecond)
 	require.Eventually(t, func() bool { _, o := tr.Snapshot().Lookup(151); return o == tracker.OutcomeNoContext }, 10*time.Second, time.Millisecond)
-	_, o = tr.Snapshot().Lookup(150)
+	_, o := tr.Snapshot().Lookup(150)
 	assert.Equal(t, tracker.OutcomeStalled, o)
 	assert.Equal(t, 1, host.Count(trackertest.MethodMaps), "151's read only")
 }
@@ -509,4 +495,47 @@ func TestEventsPidReusedBeforeItsExitIsReported(t *testing.T) {
 			assert.Equal(t, "new", svc)
 		})
 	}
+}
+
+// A quarantined process is read again when its backoff ends, also while
+// events make the scans read nothing.
+func TestQuarantineEndsWithARead(t *testing.T) {
+	host := trackertest.NewHost()
+	host.Add(160).Block = trackertest.MethodMaps
+	host.Publish(160, "slow")
+	tr, _, clock := stalledAtStart(t, host, 160)
+	cfg := testConfig()
+
+	host.Set(160, func(p *trackertest.Proc) { p.Block = "" })
+	host.Unblock()
+	require.Eventually(t, func() bool { return tr.StuckReads() == 0 }, 10*time.Second, time.Millisecond)
+	require.NoError(t, tr.Rescan(context.Background()))
+	_, o := tr.Snapshot().Lookup(160)
+	require.Equal(t, tracker.OutcomeStalled, o, "not before its backoff")
+
+	clock.Advance(cfg.QuarantineBackoff)
+	require.NoError(t, tr.Rescan(context.Background())) // runs what is due
+	require.Eventually(t, func() bool { p, _ := tr.Snapshot().Lookup(160); return p != nil }, 10*time.Second, time.Millisecond)
+}
+
+// stalledAtStart starts a tracker with both event sources on host, whose
+// process pid blocks its maps read: the first scan quarantines it.
+func stalledAtStart(t *testing.T, host *trackertest.Host, pid int) (*tracker.Tracker, *trackertest.Source, *trackertest.Clock) {
+	t.Helper()
+	src := trackertest.NewSource(bothSources)
+	cfg := testConfig()
+	clock := trackertest.NewClock()
+	tr, err := tracker.New(host, cfg, zap.NewNop(), tracker.WithClock(clock.Now), tracker.WithEventSources(src))
+	require.NoError(t, err)
+	tr.Start()
+	t.Cleanup(func() {
+		host.Unblock()
+		require.NoError(t, tr.Stop(context.Background()))
+	})
+	require.Eventually(t, func() bool { return host.Count(trackertest.MethodMaps) >= 1 }, 10*time.Second, time.Millisecond)
+	clock.Advance(cfg.ReadTimeout + time.Millisecond)
+	<-tr.Ready()
+	_, o := tr.Snapshot().Lookup(pid)
+	require.Equal(t, tracker.OutcomeStalled, o)
+	return tr, src, clock
 }

@@ -77,7 +77,7 @@ func (t *Tracker) setScanned(denied int) {
 	if denied > 0 {
 		// The collector's privileges do not change while it runs (Yama
 		// may): looked at again once per report interval.
-		if now := t.now(); t.health.accessAt.IsZero() || now.Sub(t.health.accessAt) >= t.cfg.ReportInterval {
+		if now := t.now(); t.health.accessAt.IsZero() || now.Sub(t.health.accessAt) >= t.cfg.WarningInterval {
 			t.health.access, t.health.accessAt = t.host.Access(), now
 		}
 		if t.health.access != nil {

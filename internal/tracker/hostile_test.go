@@ -14,6 +14,7 @@ import (
 	"github.com/processctx/otelcol-processctx/internal/procfs"
 	"github.com/processctx/otelcol-processctx/internal/pubtest"
 	"github.com/processctx/otelcol-processctx/internal/tracker"
+	"github.com/processctx/otelcol-processctx/internal/tracker/trackertest"
 )
 
 // realTracker runs a tracker of this host.
@@ -75,17 +76,15 @@ func TestHostileProcessesDoNotStallTheTracker(t *testing.T) {
 	header, payload, stopped := stalls.Header, stalls.Payload, stalls.Stopped
 
 	cfg := tracker.DefaultConfig()
-	cfg.ScanInterval = 100 * time.Millisecond
+	cfg.CollectionInterval = 100 * time.Millisecond
 	cfg.RescanInterval = 100 * time.Millisecond
 	cfg.ReadTimeout = 200 * time.Millisecond
 	// Long enough that the test, however slowed, sees the header's
 	// quarantine before its retry through the mem file ends it.
 	cfg.QuarantineBackoff = 3 * time.Second
-	cfg.ReportInterval = time.Hour
+	cfg.WarningInterval = time.Hour
 	tr, logs := realTracker(t, cfg)
-	sub, err := tr.Subscribe(context.Background())
-	require.NoError(t, err)
-	defer sub.Close()
+	sub := trackertest.Subscribe(t, tr)
 
 	waitOutcome(t, tr, header.Pid, tracker.OutcomeStalled)
 	waitPublished(t, tr, stopped.Pid, "good", 30*time.Second)

@@ -60,7 +60,7 @@ func restrictedTracker(t *testing.T, cfg tracker.Config, pids ...int) (*tracker.
 		only.pids[p] = true
 	}
 	clock := trackertest.NewClock()
-	cfg.ScanInterval = time.Hour
+	cfg.CollectionInterval = time.Hour
 	tr, err := tracker.New(only, cfg, zap.NewNop(), tracker.WithClock(clock.Now))
 	require.NoError(t, err)
 	tr.Start()
@@ -127,9 +127,7 @@ func TestPidReuseIsANewPublication(t *testing.T) {
 	first.Publish(otep.EncodeStrings(map[string]string{"service.name": "first"}))
 	pid := first.Pid
 	tr, _, _ := restrictedTracker(t, tracker.DefaultConfig(), pid)
-	sub, err := tr.Subscribe(context.Background())
-	require.NoError(t, err)
-	defer sub.Close()
+	sub := trackertest.Subscribe(t, tr)
 	sub.Take()
 	old, _ := tr.Snapshot().Lookup(pid)
 	require.NotNil(t, old)
@@ -192,13 +190,12 @@ func TestTrackAsHelper(t *testing.T) {
 	require.NoError(t, err)
 	clock := trackertest.NewClock()
 	cfg := tracker.DefaultConfig()
-	cfg.ScanInterval = time.Hour
+	cfg.CollectionInterval = time.Hour
 	tr, err := tracker.New(&onlyPids{Host: host, pids: map[int]bool{pid: true}}, cfg, zap.New(core), tracker.WithClock(clock.Now))
 	require.NoError(t, err)
 	tr.Start()
 	defer func() { _ = tr.Stop(context.Background()) }()
-	sub, err := tr.Subscribe(context.Background())
-	require.NoError(t, err)
+	sub := trackertest.Subscribe(t, tr)
 	report := helperReport{}
 	for range 3 {
 		clock.Advance(cfg.RescanInterval) // every process is re-read every scan

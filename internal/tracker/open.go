@@ -6,25 +6,28 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/processctx/otelcol-processctx/internal/otep"
 	"github.com/processctx/otelcol-processctx/internal/procfs"
 	"github.com/processctx/otelcol-processctx/internal/pubevents"
 )
 
 // Open returns a tracker (not started) of the host whose filesystem is
-// mounted at rootPath ("/" on the host, e.g. "/hostfs" in a container that
-// mounts the host's procfs at /hostfs/proc), with the event sources that
-// Config.Discovery asks for and the privileges allow; it logs which, and
-// what polling costs in latency for the rest.
+// mounted at Config.RootPath ("/" on the host, e.g. "/hostfs" in a
+// container that mounts the host's procfs at /hostfs/proc), with the event
+// sources that Config.Discovery asks for and the privileges allow; it logs
+// which, and what polling costs in latency for the rest.
 //
-// It fails when <rootPath>/proc is not a procfs, or when rootPath is not
+// It fails when <root_path>/proc is not a procfs, or when root_path is not
 // "/" and its procfs belongs to a container's pid namespace (pids would
-// name the wrong processes). With rootPath "/" in a container's pid
+// name the wrong processes). With root_path "/" in a container's pid
 // namespace it only warns: the collector then sees that container's
 // processes, which may be what the user wants (and polls: the kernel's
 // events name the host's pids). With DiscoveryEvents it fails when an
 // event source cannot be opened.
-func Open(rootPath string, limits otep.Limits, cfg Config, logger *zap.Logger, opts ...Option) (*Tracker, error) {
+func Open(cfg Config, logger *zap.Logger, opts ...Option) (*Tracker, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("tracker: %w", err)
+	}
+	rootPath := cfg.RootPath
 	fs, err := procfs.NewFS(rootPath)
 	if err != nil {
 		return nil, fmt.Errorf("root_path %q: %w", rootPath, err)
@@ -38,7 +41,7 @@ func Open(rootPath string, limits otep.Limits, cfg Config, logger *zap.Logger, o
 		logger.Warn("The collector runs in a container's pid namespace and sees only that container's processes: "+
 			"mount the host's /proc (e.g. at /hostfs/proc, with root_path: /hostfs) or use the host's pid namespace", zap.Error(err))
 	}
-	host, err := NewHost(fs, limits)
+	host, err := NewHost(fs, cfg.Limits())
 	if err != nil {
 		return nil, err
 	}
@@ -84,7 +87,7 @@ func openSources(cfg Config, hostPids bool, logger *zap.Logger) ([]EventSource, 
 			sources = append(sources, s)
 			pubWhat = "eBPF, " + s.w.Mechanism().String()
 			if s.w.Mechanism() == pubevents.SyscallTracepoint {
-				pubWhat += " (every syscall exit runs the program: some 30-40 ns each)"
+				pubWhat += " (every syscall of the host runs the program: some 150 ns more each on the development VM; discovery: poll avoids it)"
 				if why := s.w.FallbackReason(); why != nil {
 					logger.Debug("eBPF publication events use the syscall tracepoint", zap.NamedError("fentry_refused", why))
 				}
@@ -138,16 +141,16 @@ func pollLatency(cfg Config, live Sources) string {
 		pub = "publications and updates within milliseconds"
 	} else {
 		pub = fmt.Sprintf("a late publisher within seconds while young, else within rescan_interval (%s); an update within collection_interval (%s)",
-			cfg.RescanInterval, cfg.ScanInterval)
+			cfg.RescanInterval, cfg.CollectionInterval)
 	}
 	if live&ProcessEvents != 0 {
 		exit = "exits and execs within milliseconds"
 	} else {
-		exit = fmt.Sprintf("an exit within collection_interval (%s)", cfg.ScanInterval)
+		exit = fmt.Sprintf("an exit within collection_interval (%s)", cfg.CollectionInterval)
 	}
 	s := pub + "; " + exit
 	if live == ProcessEvents|PublicationEvents {
-		s += fmt.Sprintf("; scans every %s find what events missed, reconcile every %s", cfg.ScanInterval, cfg.ReconcileInterval)
+		s += fmt.Sprintf("; scans every %s find what events missed, reconcile every %s", cfg.CollectionInterval, cfg.ReconcileInterval)
 	}
 	return s
 }

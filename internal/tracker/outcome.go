@@ -39,15 +39,23 @@ const (
 	// OutcomeError: any other failure (a procfs file that did not parse).
 	OutcomeError
 
-	numOutcomes
+	// NumOutcomes is the number of outcomes: arrays indexed by Outcome
+	// have this length.
+	NumOutcomes
 )
+
+// MaxPID is PID_MAX_LIMIT on 64-bit Linux: every pid is below it.
+const MaxPID = 1 << 22
+
+// ValidPID reports whether pid can name a process.
+func ValidPID(pid int) bool { return pid > 0 && pid < MaxPID }
 
 // Outcomes lists every outcome of a read, in order (OutcomeUnknown is not
 // one).
 var Outcomes = []Outcome{OutcomeOK, OutcomeUnchanged, OutcomeNoContext, OutcomePermissionDenied,
 	OutcomeInvalid, OutcomeTooLarge, OutcomeTorn, OutcomeGone, OutcomeStalled, OutcomeError}
 
-var outcomeNames = [numOutcomes]string{
+var outcomeNames = [NumOutcomes]string{
 	OutcomeUnknown:          "unknown",
 	OutcomeOK:               "ok",
 	OutcomeUnchanged:        "unchanged",
@@ -63,7 +71,7 @@ var outcomeNames = [numOutcomes]string{
 
 // String returns the outcome's name, as telemetry attributes carry it.
 func (o Outcome) String() string {
-	if o < numOutcomes {
+	if o < NumOutcomes {
 		return outcomeNames[o]
 	}
 	return "error"

@@ -31,7 +31,7 @@ type Process struct {
 	Addr uint64
 	// EndedAt is when the publication ended (the process exited,
 	// unpublished, or published something unreadable); zero while it is
-	// live. An ended publication stays in snapshots for Config.Retention.
+	// live. An ended publication stays in snapshots for Config.GracePeriod.
 	EndedAt time.Time
 }
 
@@ -61,13 +61,13 @@ func (v View) Of(p *Process) any {
 	return nil
 }
 
-// withViews returns a copy of p with its views computed by fns.
-func (p *Process) withViews(fns []func(*Process) any) *Process {
+// withViews returns a copy of p with the values of views.
+func (p *Process) withViews(views []view) *Process {
 	c := *p
-	c.views = make([]any, len(fns))
-	for i, fn := range fns {
-		if fn != nil {
-			c.views[i] = fn(&c)
+	c.views = make([]any, len(views))
+	for i, v := range views {
+		if v.fn != nil {
+			c.views[i] = v.fn(&c)
 		}
 	}
 	return &c

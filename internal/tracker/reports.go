@@ -9,25 +9,27 @@ import (
 	"go.uber.org/zap"
 )
 
+// maxReported is how many processes a warning names.
+const maxReported = 5
+
 // reports turns the processes that cannot be read into at most one warning
-// of each kind per report interval, naming a few of them: their
+// of each kind per warning interval, naming a few of them: their
 // executables (and why a denied one is denied) are read by an opDescribe
 // job, under the same deadline as every read.
 type reports struct {
 	log *zap.Logger
 
 	// Collected by the scan that just finished.
-	denied, stalled       []int
-	deniedN, stalledN     int
-	newlyStalled          int
-	lastDenied, lastStall time.Time
+	deniedPids, stalledPids []int
+	deniedN, stalledN       int
+	lastDenied, lastStall   time.Time
 
 	// The warnings waiting for their descriptions.
 	pending *pendingReport
 }
 
 type pendingReport struct {
-	denied, stalled   []described
+	denied, stalled   describedList
 	deniedN, stalledN int
 	left              int
 	readTimeout       time.Duration
@@ -39,14 +41,19 @@ type described struct {
 	exe, why string
 }
 
-func (r *reports) deniedPid(pid int) {
+// describedList is the processes a warning names.
+type describedList []described
+
+// denied counts a process that cannot be read for lack of permission.
+func (r *reports) denied(pid int) {
 	r.deniedN++
-	r.denied = keepLowest(r.denied, pid)
+	r.deniedPids = keepLowest(r.deniedPids, pid)
 }
 
-func (r *reports) quarantinedPid(pid int) {
+// quarantined counts a process quarantined after a stalled read.
+func (r *reports) quarantined(pid int) {
 	r.stalledN++
-	r.stalled = keepLowest(r.stalled, pid)
+	r.stalledPids = keepLowest(r.stalledPids, pid)
 }
 
 // keepLowest adds pid to the sorted list of the maxReported lowest pids.
@@ -62,29 +69,26 @@ func keepLowest(pids []int, pid int) []int {
 	return pids
 }
 
-// stalledNow counts a read abandoned since the last warning.
-func (r *reports) stalledNow(int) { r.newlyStalled++ }
-
 // due returns the describe job of the warnings due after a scan, or nil.
 func (r *reports) due(now time.Time, cfg Config) *job {
 	defer func() {
-		r.denied, r.stalled = r.denied[:0], r.stalled[:0]
+		r.deniedPids, r.stalledPids = r.deniedPids[:0], r.stalledPids[:0]
 		r.deniedN, r.stalledN = 0, 0
 	}()
 	if r.pending != nil {
 		return nil
 	}
-	deniedDue := r.deniedN > 0 && (r.lastDenied.IsZero() || now.Sub(r.lastDenied) >= cfg.ReportInterval)
-	stalledDue := r.stalledN > 0 && (r.lastStall.IsZero() || now.Sub(r.lastStall) >= cfg.ReportInterval)
+	deniedDue := r.deniedN > 0 && (r.lastDenied.IsZero() || now.Sub(r.lastDenied) >= cfg.WarningInterval)
+	stalledDue := r.stalledN > 0 && (r.lastStall.IsZero() || now.Sub(r.lastStall) >= cfg.WarningInterval)
 	if !deniedDue && !stalledDue {
 		return nil
 	}
-	p := &pendingReport{readTimeout: cfg.ReadTimeout, interval: cfg.ReportInterval}
+	p := &pendingReport{readTimeout: cfg.ReadTimeout, interval: cfg.WarningInterval}
 	j := &job{}
 	if deniedDue {
 		r.lastDenied = now
 		p.deniedN = r.deniedN
-		for _, pid := range r.denied {
+		for _, pid := range r.deniedPids {
 			p.denied = append(p.denied, described{pid: pid})
 			j.reqs = append(j.reqs, request{pid: pid, op: opDescribe, why: true})
 		}
@@ -92,11 +96,10 @@ func (r *reports) due(now time.Time, cfg Config) *job {
 	if stalledDue {
 		r.lastStall = now
 		p.stalledN = r.stalledN
-		for _, pid := range r.stalled {
+		for _, pid := range r.stalledPids {
 			p.stalled = append(p.stalled, described{pid: pid})
 			j.reqs = append(j.reqs, request{pid: pid, op: opDescribe})
 		}
-		r.newlyStalled = 0
 	}
 	p.left = len(j.reqs)
 	r.pending = p
@@ -110,16 +113,8 @@ func (r *reports) described(req *request) {
 	if p == nil {
 		return
 	}
-	for _, list := range [][]described{p.denied, p.stalled} {
-		for i := range list {
-			if list[i].pid == req.pid && list[i].exe == "" {
-				list[i].exe, list[i].why = req.res.exe, req.res.why
-				if list[i].exe == "" {
-					list[i].exe = "?"
-				}
-				break
-			}
-		}
+	if !p.denied.describe(req) {
+		p.stalled.describe(req)
 	}
 	if p.left--; p.left > 0 {
 		return
@@ -131,15 +126,7 @@ func (r *reports) described(req *request) {
 			zap.String("pids", describeList(p.denied)),
 			zap.Stringer("next_warning_in", p.interval),
 		}
-		if len(p.denied) > 0 && p.denied[0].why != "" {
-			fields = append(fields, zap.String("reason", p.denied[0].why))
-		}
-		for _, d := range p.denied[min(1, len(p.denied)):] {
-			if d.why != "" && d.why != p.denied[0].why {
-				fields = append(fields, zap.String("reason_pid_"+strconv.Itoa(d.pid), d.why))
-			}
-		}
-		r.log.Warn("Cannot read the process context of some processes: permission denied", fields...)
+		r.log.Warn("Cannot read the process context of some processes: permission denied", append(fields, p.denied.reasons()...)...)
 	}
 	if p.stalledN > 0 {
 		r.log.Warn("Some processes did not answer a read in time and are quarantined: they are retried with backoff, and the rest of the host is read on schedule",
@@ -148,6 +135,39 @@ func (r *reports) described(req *request) {
 			zap.Stringer("read_timeout", p.readTimeout),
 			zap.Stringer("next_warning_in", p.interval))
 	}
+}
+
+// describe records req's description for its pid, if the list names it
+// and has none yet.
+func (list describedList) describe(req *request) bool {
+	for i := range list {
+		if list[i].pid == req.pid && list[i].exe == "" {
+			list[i].exe, list[i].why = req.res.exe, req.res.why
+			if list[i].exe == "" {
+				list[i].exe = "?"
+			}
+			return true
+		}
+	}
+	return false
+}
+
+// reasons says why the processes are denied: the first one's reason, and
+// each other one's when it differs.
+func (list describedList) reasons() []zap.Field {
+	if len(list) == 0 {
+		return nil
+	}
+	var fields []zap.Field
+	if list[0].why != "" {
+		fields = append(fields, zap.String("reason", list[0].why))
+	}
+	for _, d := range list[1:] {
+		if d.why != "" && d.why != list[0].why {
+			fields = append(fields, zap.String("reason_pid_"+strconv.Itoa(d.pid), d.why))
+		}
+	}
+	return fields
 }
 
 func describeList(list []described) string {

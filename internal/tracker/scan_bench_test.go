@@ -116,7 +116,7 @@ type benchTracker struct {
 	reader *reader.Reader
 	clock  *trackertest.Clock
 	cfg    tracker.Config
-	sub    *tracker.Subscription
+	sub    *trackertest.Recorder
 }
 
 // newBenchTracker starts a tracker of this host and waits for its first
@@ -132,7 +132,7 @@ func newBenchTracker(b *testing.B, tune func(*tracker.Config)) *benchTracker {
 func startBenchTracker(b *testing.B, tune func(*tracker.Config)) *benchTracker {
 	b.Helper()
 	cfg := tracker.DefaultConfig()
-	cfg.ScanInterval = 1000 * time.Hour // the benchmark drives the scans
+	cfg.CollectionInterval = 1000 * time.Hour // the benchmark drives the scans
 	cfg.Discovery = tracker.DiscoveryPoll
 	if tune != nil {
 		tune(&cfg)
@@ -140,17 +140,14 @@ func startBenchTracker(b *testing.B, tune func(*tracker.Config)) *benchTracker {
 	clock := trackertest.NewClock()
 	// Opened as the components open theirs: with the event sources that
 	// cfg.Discovery asks for.
-	tr, err := tracker.Open("/", otep.DefaultLimits(), cfg, zap.NewNop(), tracker.WithClock(clock.Now))
+	tr, err := tracker.Open(cfg, zap.NewNop(), tracker.WithClock(clock.Now))
 	if err != nil {
 		b.Fatal(err)
 	}
 	host := tr.Host()
 	tr.Start()
 	b.Cleanup(func() { _ = tr.Stop(context.Background()) })
-	sub, err := tr.Subscribe(context.Background())
-	if err != nil {
-		b.Fatal(err)
-	}
+	sub := trackertest.Subscribe(b, tr)
 	return &benchTracker{tr: tr, reader: tracker.ReaderOf(host), clock: clock, cfg: cfg, sub: sub}
 }
 
@@ -374,7 +371,7 @@ func BenchmarkScan(b *testing.B) {
 func measureMemory(b *testing.B, f *fleet) (perIdle, perPub float64) {
 	b.Helper()
 	before := heapInUse()
-	bt := startBenchTracker(b, func(cfg *tracker.Config) { noRescan(cfg); cfg.Retention = 0 })
+	bt := startBenchTracker(b, func(cfg *tracker.Config) { noRescan(cfg); cfg.GracePeriod = 0 })
 	<-bt.tr.Ready()
 	_, stats := bt.sub.Take()
 	if len(stats) == 0 {

@@ -2,33 +2,30 @@ package tracker
 
 import (
 	"math/bits"
-	"sync/atomic"
+	"slices"
 )
 
-// Snapshot is an immutable view of the tracker's publications, published
-// atomically after every change: readers take no lock.
+// Snapshot is what the tracker knew at one moment: the publications and
+// what the reads of the other pids found. It is immutable: the tracker
+// publishes a new one after every change, atomically, and a lookup on one
+// snapshot always gives the same answer. Readers take no lock.
 type Snapshot struct {
 	// byPID holds every live publication and the ended ones within their
-	// retention (unless the pid names another process since).
+	// grace period (unless the pid names another process since).
 	byPID pidTable
 	// byContainer indexes byPID by (container.id, pid in the container).
 	byContainer map[ContainerPid]*Process
-	// outcomes says what the tracker knows of the pids without a
-	// publication. It is shared by every snapshot of a tracker and
-	// updated in place (single writer, atomic words), so it can be newer
-	// than byPID: a pid read as publishing is OutcomeUnknown there, never
-	// a failure, until a snapshot has its publication.
-	outcomes *outcomeTable
-	// Generation counts the snapshots of a tracker.
-	Generation uint64
+	// outcomes says what is known of the pids without a publication.
+	outcomes outcomeTable
 	// Scanned reports whether the first scan of the host has finished.
 	Scanned bool
 }
 
 // Lookup returns the publication of pid, or nil and what is known of pid:
 // OutcomeNoContext (known to publish nothing), another failure outcome, or
-// OutcomeUnknown (not seen yet: Tracker.Probe reads it). It takes no lock
-// and does not allocate.
+// OutcomeUnknown (not seen yet, or a read that may find a publication is
+// under way: Tracker.Probe waits for it). It takes no lock and does not
+// allocate.
 func (s *Snapshot) Lookup(pid int) (*Process, Outcome) {
 	if p := s.byPID.get(pid); p != nil {
 		return p, OutcomeOK
@@ -42,7 +39,7 @@ func (s *Snapshot) InContainer(cid string, vpid int) *Process {
 	return s.byContainer[ContainerPid{cid, vpid}]
 }
 
-// Len returns the number of publications (live and retained).
+// Len returns the number of publications (live and ended).
 func (s *Snapshot) Len() int { return len(s.byPID.all) }
 
 // All calls fn for every publication until fn returns false.
@@ -102,52 +99,67 @@ func (t *pidTable) get(pid int) *Process {
 	}
 }
 
-// outcomeTable maps pids to the Outcome of their last read, 4 bits per pid
-// in chunks allocated on first use. One goroutine writes (the tracker's
-// loop); any goroutine reads, without a lock.
+// outcomeTable maps pids to Outcomes, 4 bits per pid, in chunks of
+// chunkPids allocated on first use. Snapshots share the chunks that did
+// not change between them: a new snapshot copies only the chunks of the
+// pids whose outcome changed.
 type outcomeTable struct {
-	chunks [maxPID / chunkPids]atomic.Pointer[outcomeChunk]
+	chunks []*outcomeChunk // by pid / chunkPids; nil: every pid unknown
 }
 
 const (
-	// maxPID is PID_MAX_LIMIT on 64-bit Linux: no pid is larger.
-	maxPID       = 1 << 22
-	chunkPids    = 4096
-	pidsPerWord  = 16 // 4 bits each
-	wordsInChunk = chunkPids / pidsPerWord
+	chunkPids   = 4096
+	pidsPerWord = 16 // 4 bits each
 )
 
-type outcomeChunk [wordsInChunk]atomic.Uint64
+type outcomeChunk [chunkPids / pidsPerWord]uint64
 
 func (t *outcomeTable) get(pid int) Outcome {
-	if pid <= 0 || pid >= maxPID {
-		return OutcomeUnknown
-	}
-	c := t.chunks[pid/chunkPids].Load()
-	if c == nil {
+	ci := pid / chunkPids
+	if pid <= 0 || ci >= len(t.chunks) || t.chunks[ci] == nil {
 		return OutcomeUnknown
 	}
 	i := pid % chunkPids
-	return Outcome(c[i/pidsPerWord].Load() >> (4 * (i % pidsPerWord)) & 0xf)
+	return Outcome(t.chunks[ci][i/pidsPerWord] >> (4 * (i % pidsPerWord)) & 0xf)
 }
 
-// set records o for pid; OutcomeUnknown forgets it. Only the writer calls
-// it.
-func (t *outcomeTable) set(pid int, o Outcome) {
-	if pid <= 0 || pid >= maxPID {
+// outcomeWriter builds a snapshot's table from the previous one's.
+type outcomeWriter struct {
+	next   outcomeTable
+	own    bool  // next.chunks is not shared
+	copied []int // the chunks of next that are not shared
+}
+
+// set records o for pid.
+func (w *outcomeWriter) set(pid int, o Outcome) {
+	if !ValidPID(pid) {
 		return
 	}
-	slot := &t.chunks[pid/chunkPids]
-	c := slot.Load()
-	if c == nil {
-		if o == OutcomeUnknown {
-			return
-		}
-		c = new(outcomeChunk)
-		slot.Store(c)
+	ci := pid / chunkPids
+	if ci >= len(w.next.chunks) && o == OutcomeUnknown {
+		return // unknown already
 	}
+	if !w.own {
+		w.next.chunks = append(make([]*outcomeChunk, 0, max(ci+1, len(w.next.chunks))), w.next.chunks...)
+		w.own = true
+	}
+	if ci >= len(w.next.chunks) {
+		w.next.chunks = append(w.next.chunks, make([]*outcomeChunk, ci+1-len(w.next.chunks))...)
+	}
+	c := w.next.chunks[ci]
+	switch {
+	case c == nil && o == OutcomeUnknown:
+		return
+	case c == nil:
+		c = new(outcomeChunk)
+		w.copied = append(w.copied, ci)
+	case !slices.Contains(w.copied, ci):
+		cp := *c
+		c = &cp
+		w.copied = append(w.copied, ci)
+	}
+	w.next.chunks[ci] = c
 	i := pid % chunkPids
-	w := &c[i/pidsPerWord]
 	shift := 4 * (i % pidsPerWord)
-	w.Store(w.Load()&^(0xf<<shift) | uint64(o&0xf)<<shift)
+	c[i/pidsPerWord] = c[i/pidsPerWord]&^(0xf<<shift) | uint64(o&0xf)<<shift
 }

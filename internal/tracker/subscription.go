@@ -1,7 +1,8 @@
 package tracker
 
 import (
-	"sync"
+	"context"
+	"slices"
 	"time"
 )
 
@@ -47,99 +48,67 @@ type ScanStats struct {
 	Publishers int
 	// Reads counts, by outcome, the reads since the previous scan finished:
 	// the scan's, and those events and probes caused meanwhile.
-	Reads [numOutcomes]int64
+	Reads [NumOutcomes]int64
 	// Denied and Quarantined count the processes that cannot be read for
 	// lack of permission, and those quarantined after a stalled read.
 	Denied, Quarantined int
 	// Tracked is what the tracker keeps after the scan: every process it
-	// knows plus the ended publications it retains (Retained of them). On a
-	// host whose processes come and go it returns to its level once the
-	// retention has passed.
+	// knows plus the ended publications within their grace period
+	// (Retained of them). On a host whose processes come and go it returns
+	// to its level once the grace period has passed.
 	Tracked, Retained int
 }
 
-// maxPendingStats bounds the scan summaries a slow subscriber has not
-// taken; the oldest are dropped.
-const maxPendingStats = 16
+// Subscriber receives a tracker's changes, in order, and the summary of
+// each scan (nil between scans). It is called on the tracker's loop: it
+// must keep what it needs and return, never block. The slice is shared
+// and must not be modified.
+type Subscriber func(changes []Change, scan *ScanStats)
 
-// Subscription delivers a tracker's changes to one consumer: wait on C,
-// then Take. Changes are kept until taken, coalesced per process (a newer
-// version of a context replaces an older one not taken yet), so that a slow
-// consumer costs memory bounded by the number of publications.
-type Subscription struct {
-	t *Tracker
-	c chan struct{}
+type subscriber struct{ fn Subscriber }
 
-	mu      sync.Mutex
-	changes []Change
-	// latest indexes, per process, its pending Published or Updated change.
-	latest map[Key]int
-	stats  []ScanStats
-	closed bool
-}
-
-func newSubscription(t *Tracker) *Subscription {
-	return &Subscription{t: t, c: make(chan struct{}, 1), latest: map[Key]int{}}
-}
-
-// C is signaled when there is something to take.
-func (s *Subscription) C() <-chan struct{} { return s.c }
-
-// Take returns the pending changes, in order, and the summaries of the
-// scans finished since the last Take.
-func (s *Subscription) Take() ([]Change, []ScanStats) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	changes, stats := s.changes, s.stats
-	s.changes, s.stats = nil, nil
-	clear(s.latest)
-	return changes, stats
-}
-
-// Close ends the subscription.
-func (s *Subscription) Close() {
-	s.mu.Lock()
-	s.closed = true
-	s.changes, s.stats = nil, nil
-	s.mu.Unlock()
-	s.t.unsubscribe(s)
-}
-
-func (s *Subscription) push(changes []Change, stats *ScanStats) {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return
-	}
-	for _, c := range changes {
-		s.add(c)
-	}
-	if stats != nil {
-		if len(s.stats) == maxPendingStats {
-			s.stats = append(s.stats[:0], s.stats[1:]...)
+// Subscribe calls fn with a Published change for every live publication,
+// then with every change and scan summary, until unsubscribe is called.
+func (t *Tracker) Subscribe(ctx context.Context, fn Subscriber) (unsubscribe func(), err error) {
+	s := &subscriber{fn: fn}
+	err = t.onLoop(ctx, func() {
+		var initial []Change
+		for _, p := range t.pubs {
+			if p.Live() {
+				initial = append(initial, Change{Kind: Published, Process: p})
+			}
 		}
-		s.stats = append(s.stats, *stats)
+		t.subsMu.Lock()
+		t.subs = append(t.subs, s)
+		t.subsMu.Unlock()
+		if len(initial) > 0 {
+			fn(initial, nil)
+		}
+	})
+	if err != nil {
+		return nil, err
 	}
-	s.mu.Unlock()
-	select {
-	case s.c <- struct{}{}:
-	default:
-	}
+	return func() {
+		t.subsMu.Lock()
+		defer t.subsMu.Unlock()
+		if i := slices.Index(t.subs, s); i >= 0 {
+			t.subs = slices.Delete(t.subs, i, i+1)
+		}
+	}, nil
 }
 
-func (s *Subscription) add(c Change) {
-	k := c.Process.Key
-	if c.Kind.Ends() {
-		delete(s.latest, k)
-		s.changes = append(s.changes, c)
+// tell hands the changes since the last call and the last scan's summary
+// to the subscribers.
+func (t *Tracker) tell() {
+	if len(t.changes) == 0 && t.pendingStats == nil {
 		return
 	}
-	if i, ok := s.latest[k]; ok {
-		// Not taken yet: the newer context replaces it; a Published not
-		// taken stays a Published.
-		s.changes[i].Process = c.Process
-		return
+	changes, stats := t.changes, t.pendingStats
+	t.changes, t.pendingStats = nil, nil
+	t.subsMu.Lock()
+	subs := slices.Clone(t.subs)
+	t.subsMu.Unlock()
+	for _, s := range subs {
+		s.fn(changes, stats)
 	}
-	s.latest[k] = len(s.changes)
-	s.changes = append(s.changes, c)
 }

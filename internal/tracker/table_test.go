@@ -8,20 +8,48 @@ import (
 
 func TestOutcomeTable(t *testing.T) {
 	var tab outcomeTable
-	for _, pid := range []int{1, 15, 16, 4095, 4096, maxPID - 1} {
+	set := func(pid int, o Outcome) {
+		w := outcomeWriter{next: tab}
+		w.set(pid, o)
+		tab = w.next
+	}
+	for _, pid := range []int{1, 15, 16, 4095, 4096, MaxPID - 1} {
 		assert.Equal(t, OutcomeUnknown, tab.get(pid))
-		tab.set(pid, OutcomePermissionDenied)
+		set(pid, OutcomePermissionDenied)
 		assert.Equal(t, OutcomePermissionDenied, tab.get(pid))
 	}
 	assert.Equal(t, OutcomeUnknown, tab.get(2), "neighbours untouched")
 	assert.Equal(t, OutcomeUnknown, tab.get(17))
-	tab.set(15, OutcomeNoContext)
+	set(15, OutcomeNoContext)
 	assert.Equal(t, OutcomeNoContext, tab.get(15))
 	assert.Equal(t, OutcomePermissionDenied, tab.get(16))
-	tab.set(15, OutcomeUnknown)
+	set(15, OutcomeUnknown)
 	assert.Equal(t, OutcomeUnknown, tab.get(15))
-	for _, pid := range []int{0, -1, maxPID, 1 << 40} {
-		tab.set(pid, OutcomeOK)
+	for _, pid := range []int{0, -1, MaxPID, 1 << 40} {
+		set(pid, OutcomeOK)
 		assert.Equal(t, OutcomeUnknown, tab.get(pid))
 	}
+}
+
+// A table, once a snapshot has it, never changes: the next one copies what
+// it changes.
+func TestOutcomeTableIsNeverChangedInPlace(t *testing.T) {
+	w := outcomeWriter{}
+	w.set(10, OutcomeNoContext)
+	w.set(5000, OutcomeStalled)
+	first := w.next
+
+	w = outcomeWriter{next: first}
+	w.set(10, OutcomeUnknown)
+	w.set(11, OutcomeGone)
+	w.set(1<<20, OutcomeInvalid)
+	second := w.next
+
+	assert.Equal(t, OutcomeNoContext, first.get(10))
+	assert.Equal(t, OutcomeUnknown, first.get(11))
+	assert.Equal(t, OutcomeUnknown, first.get(1<<20))
+	assert.Equal(t, OutcomeUnknown, second.get(10))
+	assert.Equal(t, OutcomeGone, second.get(11))
+	assert.Equal(t, OutcomeInvalid, second.get(1<<20))
+	assert.Same(t, first.chunks[1], second.chunks[1], "a chunk without changes is shared")
 }

@@ -26,13 +26,13 @@ type harness struct {
 	host  *trackertest.Host
 	clock *trackertest.Clock
 	tr    *tracker.Tracker
-	sub   *tracker.Subscription
+	sub   *trackertest.Recorder
 	logs  *observer.ObservedLogs
 }
 
 func testConfig() tracker.Config {
 	cfg := tracker.DefaultConfig()
-	cfg.ScanInterval = time.Hour // the test drives the scans
+	cfg.CollectionInterval = time.Hour // the test drives the scans
 	cfg.ReadTimeout = 40 * time.Millisecond
 	return cfg
 }
@@ -48,8 +48,7 @@ func newHarness(t *testing.T, cfg tracker.Config, host *trackertest.Host, opts .
 		host.Unblock() // stuck readers exit
 		require.NoError(t, tr.Stop(context.Background()))
 	})
-	sub, err := tr.Subscribe(context.Background())
-	require.NoError(t, err)
+	sub := trackertest.Subscribe(t, tr)
 	h := &harness{t: t, host: host, clock: clock, tr: tr, sub: sub, logs: logs}
 	h.rescan() // the first scan started with the tracker; wait for one after it
 	h.take()
@@ -123,7 +122,7 @@ func TestLifecycle(t *testing.T) {
 	// Retained for late telemetry, then gone.
 	svc, _ = h.lookup(11)
 	assert.Equal(t, "checkout-v2", svc)
-	h.clock.Advance(testConfig().Retention)
+	h.clock.Advance(testConfig().GracePeriod)
 	h.rescan()
 	_, o = h.lookup(11)
 	assert.Equal(t, tracker.OutcomeNoContext, o)
@@ -138,7 +137,7 @@ func TestLifecycle(t *testing.T) {
 	assert.Equal(t, []string{"exited 11 again"}, h.take())
 	svc, _ = h.lookup(11)
 	assert.Equal(t, "again", svc, "retained after exit")
-	h.clock.Advance(testConfig().Retention)
+	h.clock.Advance(testConfig().GracePeriod)
 	h.rescan()
 	_, o = h.lookup(11)
 	assert.Equal(t, tracker.OutcomeGone, o, "known to be gone, without a read")
@@ -406,7 +405,7 @@ func TestReadySnapshotHasTheFirstScan(t *testing.T) {
 
 func TestHint(t *testing.T) {
 	cfg := testConfig()
-	cfg.HintInterval = 5 * time.Second
+	cfg.RecheckInterval = 5 * time.Second
 	host := trackertest.NewHost()
 	host.Add(60)
 	h := newHarness(t, cfg, host)
@@ -417,7 +416,7 @@ func TestHint(t *testing.T) {
 	h.rescan() // the hint is handled before the scan starts
 	assert.Empty(t, h.take())
 
-	h.clock.Advance(cfg.HintInterval)
+	h.clock.Advance(cfg.RecheckInterval)
 	h.tr.Hint(60)
 	require.Eventually(t, func() bool {
 		p, _ := h.tr.Snapshot().Lookup(60)
@@ -445,21 +444,38 @@ func TestViews(t *testing.T) {
 	host.Add(80)
 	host.Publish(80, "a")
 	h := newHarness(t, testConfig(), host)
-	v, err := h.tr.AddView(context.Background(), func(p *tracker.Process) any {
+	ctx := context.Background()
+	computed := 0
+	viewOf := func(p *tracker.Process) any {
+		computed++ // on the tracker's loop only
 		s, _ := p.Context.Resource.Get("service.name")
 		return "view of " + s.Str()
-	})
+	}
+	v, err := h.tr.AddView(ctx, "key", viewOf)
 	require.NoError(t, err)
 	p, _ := h.tr.Snapshot().Lookup(80)
 	assert.Equal(t, "view of a", v.Of(p))
 
+	// A second user of the key shares the view: one computation per
+	// publication.
+	shared, err := h.tr.AddView(ctx, "key", viewOf)
+	require.NoError(t, err)
+	assert.Equal(t, v, shared)
 	host.Publish(80, "b")
 	h.rescan()
 	p, _ = h.tr.Snapshot().Lookup(80)
 	assert.Equal(t, "view of b", v.Of(p))
+	require.NoError(t, h.tr.Idle(ctx))
+	assert.Equal(t, 2, computed)
 
-	require.NoError(t, h.tr.RemoveView(context.Background(), v))
+	// Computed until its last user removes it.
+	require.NoError(t, h.tr.RemoveView(ctx, v))
 	host.Publish(80, "c")
+	h.rescan()
+	p, _ = h.tr.Snapshot().Lookup(80)
+	assert.Equal(t, "view of c", v.Of(p))
+	require.NoError(t, h.tr.RemoveView(ctx, shared))
+	host.Publish(80, "d")
 	h.rescan()
 	p, _ = h.tr.Snapshot().Lookup(80)
 	assert.Nil(t, v.Of(p))
@@ -518,7 +534,7 @@ func TestStalledReadIsQuarantined(t *testing.T) {
 	require.Eventually(t, func() bool { return host.Count("maps") >= 1 }, 10*time.Second, time.Millisecond)
 	clock.Advance(cfg.ReadTimeout + time.Millisecond)
 	require.NoError(t, <-scanned)
-	assert.Equal(t, 2, tr.StuckReads())
+	require.Eventually(t, func() bool { return tr.StuckReads() == 2 }, 10*time.Second, time.Millisecond)
 	host.ResetCounts()
 	clock.Advance(4 * quarantineMin)
 	require.NoError(t, tr.Rescan(context.Background()))
@@ -584,7 +600,7 @@ func TestScanTimeout(t *testing.T) {
 	host.Publish(81, "good")
 	cfg := testConfig()
 	cfg.ReadTimeout = time.Hour // the fake clock never reaches it
-	cfg.ScanTimeout = 20 * time.Millisecond
+	cfg.Timeout = 20 * time.Millisecond
 	tr, err := tracker.New(host, cfg, zap.NewNop(), tracker.WithClock(trackertest.NewClock().Now))
 	require.NoError(t, err)
 	tr.Start()
@@ -671,7 +687,7 @@ func TestPermissionWarnings(t *testing.T) {
 		h.rescan()
 	}
 	assert.Len(t, warnings(), 1)
-	h.clock.Advance(cfg.ReportInterval)
+	h.clock.Advance(cfg.WarningInterval)
 	h.rescan()
 	require.Eventually(t, func() bool { return len(warnings()) == 2 }, 10*time.Second, time.Millisecond)
 }
@@ -719,32 +735,30 @@ func TestHealth(t *testing.T) {
 	require.NoError(t, err, "recovered once no process is denied")
 }
 
-func TestSubscriptionCoalesces(t *testing.T) {
+// Subscribers are told every change, in order; a late one starts with the
+// live publications.
+func TestSubscribers(t *testing.T) {
 	host := trackertest.NewHost()
 	host.Add(5)
 	host.Publish(5, "v1")
 	h := newHarness(t, testConfig(), host)
-	// Three versions before the consumer takes any: it sees the last.
-	for _, v := range []string{"v2", "v3", "v4"} {
+	for _, v := range []string{"v2", "v3"} {
 		host.Publish(5, v)
 		h.rescan()
 	}
 	host.Remove(5)
 	h.rescan()
-	assert.Equal(t, []string{"updated 5 v4", "exited 5 v4"}, h.take())
+	assert.Equal(t, []string{"updated 5 v2", "updated 5 v3", "exited 5 v3"}, h.take())
 
-	// A late subscriber starts with the live publications.
 	host.Add(6)
 	host.Publish(6, "live")
 	h.clock.Advance(time.Hour)
 	h.rescan()
-	late, err := h.tr.Subscribe(context.Background())
-	require.NoError(t, err)
+	late := trackertest.Subscribe(t, h.tr)
 	changes, _ := late.Take()
 	require.Len(t, changes, 1)
 	assert.Equal(t, tracker.Published, changes[0].Kind)
 	assert.Equal(t, 6, changes[0].Process.PID)
-	late.Close()
 }
 
 func TestScanStats(t *testing.T) {
@@ -775,7 +789,7 @@ func TestScanStats(t *testing.T) {
 	after := lastStats()
 	assert.Equal(t, 1, after.Retained, "the exited publisher is retained")
 	assert.Equal(t, 2, after.Tracked, "one process and one retained publication")
-	h.clock.Advance(testConfig().Retention)
+	h.clock.Advance(testConfig().GracePeriod)
 	after = lastStats()
 	assert.Zero(t, after.Retained)
 	assert.Equal(t, 1, after.Tracked)
@@ -799,11 +813,14 @@ func TestOutcomeOf(t *testing.T) {
 }
 
 func TestConfigValidate(t *testing.T) {
-	require.NoError(t, tracker.DefaultConfig().Validate())
-	bad := tracker.Config{RescanMaxInterval: -1, Retention: -1}
+	def := tracker.DefaultConfig()
+	require.NoError(t, def.Validate())
+	bad := tracker.Config{RootPath: "hostfs", Discovery: "ebpf", RescanMaxInterval: -1, GracePeriod: -1, InitialDelay: -1}
 	err := bad.Validate()
 	require.Error(t, err)
-	for _, want := range []string{"scan interval", "rescan interval", "hint interval", "read timeout", "report interval", "rescan budget", "retention", "readers", "max stalled", "quarantine backoff"} {
+	for _, want := range []string{`root_path must be an absolute path, got "hostfs"`, "max_payload_size", `discovery must be "auto", "events" or "poll", got "ebpf"`,
+		"collection_interval must be positive", "initial_delay must not be negative", "rescan_interval", "rescan_budget", "read_timeout",
+		"reconcile_interval", "grace_period must not be negative", "recheck_interval", "warning_interval", "readers", "max stalled", "quarantine backoff"} {
 		assert.Contains(t, err.Error(), want)
 	}
 }

@@ -2,6 +2,7 @@ package processctxprocessor
 
 import (
 	"context"
+	"runtime"
 	"strconv"
 	"testing"
 	"time"
@@ -9,9 +10,11 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/pprofile"
+	"go.opentelemetry.io/collector/processor/processortest"
 
 	"github.com/processctx/otelcol-processctx/internal/pubtest"
 	"github.com/processctx/otelcol-processctx/internal/tracker/trackertest"
+	"github.com/processctx/otelcol-processctx/processor/processctxprocessor/internal/metadata"
 )
 
 // benchPids is the number of processes in the benchmarks' telemetry.
@@ -243,10 +246,11 @@ func BenchmarkProfilesSamplePids(b *testing.B) {
 	h := newHarness(b, testConfig())
 	src := benchProfiles(pubs, noContextPID())
 	ctx := context.Background()
-	p, err := newInstance(h.core, processortestSettings(), "profiles", func(context.Context) error { return nil })
+	p, err := newInstance(processortest.NewNopSettings(metadata.Type), testConfig(), signalProfiles)
 	if err != nil {
 		b.Fatal(err)
 	}
+	startAll(b, h.extHost, p)
 	warm := pprofile.NewProfiles()
 	src.CopyTo(warm)
 	if _, err := p.processProfiles(ctx, warm); err != nil {
@@ -261,6 +265,7 @@ func BenchmarkProfilesSamplePids(b *testing.B) {
 		b.StopTimer()
 		pd := pprofile.NewProfiles()
 		src.CopyTo(pd)
+		runtime.GC() // the copy's garbage is not the processor's
 		b.StartTimer()
 		if _, err := p.processProfiles(ctx, pd); err != nil {
 			b.Fatal(err)
@@ -305,6 +310,7 @@ func BenchmarkLogsRecordPids(b *testing.B) {
 		b.StopTimer()
 		ld := plog.NewLogs()
 		src.CopyTo(ld)
+		runtime.GC() // the copy's garbage is not the processor's
 		b.StartTimer()
 		if _, err := h.direct.processLogs(ctx, ld); err != nil {
 			b.Fatal(err)
@@ -325,7 +331,7 @@ func BenchmarkLogsResourcePidCold(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		b.StopTimer()
-		h := newHarness(b, testConfig()) // a new core and tracker
+		h := newHarness(b, testConfig()) // a new tracker and processor
 		ld := plog.NewLogs()
 		src.CopyTo(ld)
 		b.StartTimer()
@@ -345,8 +351,9 @@ func BenchmarkLogsUnknownPidsWhileStalled(b *testing.B) {
 	host := trackertest.NewHost()
 	cfg := testConfig()
 	cfg.LookupTimeout = defaultLookupTimeout
-	cfg.ReadTimeout = time.Hour
-	h := newFakeHarness(b, cfg, host)
+	tc := fakeTrackerConfig()
+	tc.ReadTimeout = time.Hour
+	h := newFakeHarness(b, cfg, tc, host)
 	ctx := context.Background()
 	next := 1000
 	b.ReportAllocs()

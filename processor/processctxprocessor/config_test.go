@@ -18,6 +18,7 @@ import (
 func TestLoadConfig(t *testing.T) {
 	cm, err := confmaptest.LoadConf(filepath.Join("testdata", "config.yaml"))
 	require.NoError(t, err)
+	extID := component.MustNewIDWithName("process_context", "host")
 
 	tests := []struct {
 		name         string
@@ -29,37 +30,27 @@ func TestLoadConfig(t *testing.T) {
 		{
 			name: "full",
 			want: &Config{
-				RootPath:      "/hostfs",
-				PIDAttributes: []string{"process.pid", "pid"},
-				Override:      true,
-				Include:       []string{"service.name", "service.version", "deployment.environment.name"},
-				Exclude:       []string{"service.instance.id"},
-				Cache: CacheConfig{
-					TTL:         30 * time.Second,
-					NegativeTTL: time.Minute,
-					GracePeriod: 5 * time.Minute,
-					MaxEntries:  1000,
-				},
-				MaxPayloadSize:  32768,
+				PIDAttributes:   []string{"process.pid", "pid"},
+				Override:        true,
+				Include:         []string{"service.name", "service.version", "deployment.environment.name"},
+				Exclude:         []string{"service.instance.id"},
 				UnqualifiedPids: UnqualifiedHost,
 				LookupTimeout:   20 * time.Millisecond,
-				ReadTimeout:     250 * time.Millisecond,
+				Tracker:         &extID,
 			},
 		},
-		{name: "invalid_root", wantErr: `root_path must be an absolute path, got "hostfs"`},
 		{name: "invalid_unqualified_pids", wantErr: `unqualified_pids must be "verify" or "host", got "trust"`},
 		{name: "invalid_pid_attributes", wantErr: "pid_attributes must list at least one attribute key"},
+		{name: "too_many_pid_attributes", wantErr: "pid_attributes lists 9 keys, at most 8 are allowed"},
 		{name: "duplicate_pid_attribute", wantErr: `pid_attributes lists "process.pid" twice`},
 		{name: "empty_key", wantErr: "include[1] is empty"},
+		{name: "duplicate_exclude", wantErr: `exclude lists "service.name" twice`},
 		{name: "include_and_exclude", wantErr: `key "service.name" is in both include and exclude`},
-		{name: "invalid_ttl", wantErr: "cache.ttl must be positive, got 0s"},
-		{name: "invalid_negative_ttl", wantErr: "cache.negative_ttl must be positive, got -1s"},
-		{name: "invalid_grace_period", wantErr: "cache.grace_period must not be negative, got -1m0s"},
-		{name: "invalid_max_entries", wantErr: "cache.max_entries must be between 1 and 1048576, got 0"},
-		{name: "invalid_payload", wantErr: "max_payload_size: max payload size must be positive"},
 		{name: "invalid_lookup_timeout", wantErr: "lookup_timeout must be positive and at most 5s, got 1m0s"},
-		{name: "invalid_read_timeout", wantErr: "read_timeout must be positive, got 0s"},
+		{name: "zero_lookup_timeout", wantErr: "lookup_timeout must be positive and at most 5s, got 0s"},
+		{name: "invalid_tracker", unmarshalErr: "tracker"},
 		{name: "unknown_field", unmarshalErr: "pid_attribute"},
+		{name: "tracker_key", unmarshalErr: "grace_period"},
 	}
 	for _, tt := range tests {
 		id := component.NewIDWithName(metadata.Type, tt.name)
@@ -90,15 +81,17 @@ func TestConfigStruct(t *testing.T) {
 
 func TestValidateReportsEveryProblem(t *testing.T) {
 	cfg := createDefaultConfig()
-	cfg.RootPath = ""
-	cfg.Cache.TTL = 0
-	cfg.PIDAttributes = make([]string, maxPIDAttributes+1)
-	for i := range cfg.PIDAttributes {
-		cfg.PIDAttributes[i] = string(rune('a' + i))
-	}
+	cfg.LookupTimeout = 0
+	cfg.UnqualifiedPids = ""
+	cfg.Include, cfg.Exclude = []string{"service.name", ""}, []string{"service.name"}
 	err := cfg.Validate()
 	require.Error(t, err)
-	assert.ErrorContains(t, err, "root_path must be an absolute path")
-	assert.ErrorContains(t, err, "cache.ttl must be positive")
-	assert.ErrorContains(t, err, "pid_attributes lists 9 keys, at most 8 are allowed")
+	for _, want := range []string{
+		"lookup_timeout must be positive",
+		`unqualified_pids must be "verify" or "host", got ""`,
+		"include[1] is empty",
+		`key "service.name" is in both include and exclude`,
+	} {
+		assert.ErrorContains(t, err, want)
+	}
 }

@@ -5,13 +5,14 @@
 // Tools outside a process (the eBPF profiler, journald log shippers, the
 // hostmetrics process scraper) only know its pid. The processor finds that
 // pid in the telemetry (a resource attribute, or a log record or profile
-// sample attribute), looks it up in the snapshot of a process tracker
-// (internal/tracker: the process_context extension's, shared with the
-// receiver, or its own), and adds the published resource attributes
-// (service.name, service.instance.id, ...) to the resource. Records or
-// samples of different processes under one resource are regrouped into one
-// resource per process. It does no /proc I/O itself: pids the tracker does
+// sample attribute), looks it up in the snapshot of the process tracker of
+// the process_context extension (internal/tracker, shared with the
+// receiver; the processor fails to start without the extension), and adds
+// the published resource attributes (service.name, service.instance.id,
+// ...) to the resource. Records or samples of different processes under
+// one resource are regrouped into one resource per process, through
+// pdata's public API. It does no /proc I/O itself: pids the tracker does
 // not know are read by the tracker, and a batch waits for them at most
-// lookup_timeout. Telemetry whose process publishes nothing, cannot be read,
-// or is not read in time passes through unchanged.
+// lookup_timeout. Telemetry whose process publishes nothing, cannot be
+// read, or is not read in time passes through unchanged.
 package processctxprocessor

@@ -10,8 +10,11 @@ import (
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/processor/processortest"
+	"go.uber.org/zap"
 
-	"github.com/processctx/otelcol-processctx/internal/pubtest"
+	"github.com/processctx/otelcol-processctx/internal/sharedtracker/sharedtrackertest"
+	"github.com/processctx/otelcol-processctx/internal/tracker"
+	"github.com/processctx/otelcol-processctx/internal/tracker/trackertest"
 	"github.com/processctx/otelcol-processctx/processor/processctxprocessor/internal/metadata"
 )
 
@@ -26,14 +29,17 @@ func TestNewFactory(t *testing.T) {
 	assert.Equal(t, component.StabilityLevelDevelopment, f.ProfilesStability())
 }
 
+// Every signal starts over the extension's tracker, hands on what it gets,
+// and shuts down (twice is fine).
 func TestCreateEverySignal(t *testing.T) {
 	f := NewFactory()
 	cfg := f.CreateDefaultConfig()
 	set := processortest.NewNopSettings(metadata.Type)
 	ctx := context.Background()
-	host := componenttest.NewNopHost()
+	host := newLifecycleHost(t)
 
-	logs, err := f.CreateLogs(ctx, set, cfg, consumertest.NewNop())
+	sink := new(consumertest.LogsSink)
+	logs, err := f.CreateLogs(ctx, set, cfg, sink)
 	require.NoError(t, err)
 	metrics, err := f.CreateMetrics(ctx, set, cfg, consumertest.NewNop())
 	require.NoError(t, err)
@@ -49,83 +55,52 @@ func TestCreateEverySignal(t *testing.T) {
 	for _, c := range []component.Component{logs, metrics, traces, profiles} {
 		require.NoError(t, c.Start(ctx, host))
 	}
+	require.NoError(t, logs.ConsumeLogs(ctx, resourceLogs(10, 11)))
 	for _, c := range []component.Component{logs, metrics, traces, profiles} {
 		require.NoError(t, c.Shutdown(ctx))
 		require.NoError(t, c.Shutdown(ctx), "shutdown twice")
 	}
+	assert.Equal(t, 2, sink.LogRecordCount(), "everything handed on by shutdown")
 }
 
-func TestVerifyShutdown(t *testing.T) {
-	processortest.VerifyShutdown(t, NewFactory(), createDefaultConfig())
+// Each pipeline's instance has its own view of the tracker: shutting one
+// down leaves the others enriching.
+func TestInstancesAreIndependent(t *testing.T) {
+	host := trackertest.NewHost()
+	host.Add(10)
+	host.Publish(10, "cart")
+	h := newFakeHarness(t, testConfig(), fakeTrackerConfig(), host)
+	require.NoError(t, h.metrics.Shutdown(context.Background()))
+	assert.Equal(t, []string{"cart"}, serviceNames(h.consumeLogs(resourceLogs(10))))
 }
 
-func TestFactorySharesOneCorePerID(t *testing.T) {
-	f := newFactory()
-	xf := f.xFactory()
-	cfg := createDefaultConfig()
-	ctx := context.Background()
-	set := processortest.NewNopSettings(metadata.Type)
-	other := processortest.NewNopSettings(metadata.Type)
-	other.ID = component.NewIDWithName(metadata.Type, "other")
-
-	logs, err := xf.CreateLogs(ctx, set, cfg, consumertest.NewNop())
+func TestStartFailsWithoutTheExtension(t *testing.T) {
+	tr, err := tracker.New(trackertest.NewHost(), fakeTrackerConfig(), zap.NewNop())
 	require.NoError(t, err)
-	profiles, err := xf.CreateProfiles(ctx, set, cfg, consumertest.NewNop())
-	require.NoError(t, err)
-	otherLogs, err := xf.CreateLogs(ctx, other, cfg, consumertest.NewNop())
-	require.NoError(t, err)
-	require.Len(t, f.cores, 2)
-	assert.Equal(t, 2, f.cores[set.ID].refs, "the logs and profiles pipelines share a core")
-	assert.NotSame(t, f.cores[set.ID].core, f.cores[other.ID].core)
-
-	shared := f.cores[set.ID].core
-	for _, c := range []component.Component{logs, profiles, otherLogs} {
-		require.NoError(t, c.Start(ctx, componenttest.NewNopHost()))
+	other := component.MustNewIDWithName("process_context", "other")
+	addIt := "add it to the configuration\n  extensions:\n    process_context:\n  service:\n    extensions: [process_context]"
+	for _, tt := range []struct {
+		name    string
+		host    component.Host
+		tracker *component.ID
+		wantErr string
+	}{
+		{"no extension", componenttest.NewNopHost(), nil,
+			"process_context processor: no process_context extension; the process_context extension runs the collector's process tracker: " + addIt},
+		{"the tracker key names a missing extension", sharedtrackertest.Host(tr), &other,
+			"process_context processor: tracker: extension process_context/other is not in service::extensions; " +
+				"the process_context extension runs the collector's process tracker: " + addIt},
+		{"the extension is not started", sharedtrackertest.Host(nil), nil, "process_context processor: tracker: extension process_context is not started"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := createDefaultConfig()
+			cfg.Tracker = tt.tracker
+			p, err := NewFactory().CreateLogs(context.Background(), processortest.NewNopSettings(metadata.Type), cfg, consumertest.NewNop())
+			require.NoError(t, err)
+			err = p.Start(context.Background(), tt.host)
+			require.Error(t, err)
+			assert.Equal(t, tt.wantErr, err.Error())
+			require.NoError(t, p.Shutdown(context.Background()))
+		})
 	}
-	st := shared.state.Load()
-	require.NotNil(t, st)
-	require.NoError(t, logs.Shutdown(ctx))
-	assert.Same(t, st, shared.state.Load(), "still used by the profiles pipeline")
-	require.NoError(t, profiles.Shutdown(ctx))
-	assert.Nil(t, shared.state.Load(), "stopped with its last pipeline")
-	require.NoError(t, otherLogs.Shutdown(ctx))
-	assert.Empty(t, f.cores)
-
-	// Same ID, another configuration (a reload): not shared.
-	a, releaseA := f.acquire(set, cfg)
-	changed := createDefaultConfig()
-	changed.Override = true
-	b, releaseB := f.acquire(set, changed)
-	assert.NotSame(t, a, b)
-	require.NoError(t, releaseB(ctx))
-	require.NoError(t, releaseA(ctx))
-	assert.Empty(t, f.cores)
-}
-
-func TestStartFailsWithoutProcfs(t *testing.T) {
-	cfg := createDefaultConfig()
-	cfg.RootPath = t.TempDir()
-	p, err := NewFactory().CreateLogs(context.Background(), processortest.NewNopSettings(metadata.Type), cfg, consumertest.NewNop())
-	require.NoError(t, err)
-	err = p.Start(context.Background(), componenttest.NewNopHost())
-	require.ErrorContains(t, err, "root_path")
-	require.NoError(t, p.Shutdown(context.Background()))
-}
-
-func TestStartFailsOnAContainersProcfs(t *testing.T) {
-	pubtest.RequireRoot(t)
-	cfg := createDefaultConfig()
-	cfg.RootPath = pubtest.MountProc(t, pubtest.SleepInNewPidNamespace(t))
-	p, err := NewFactory().CreateLogs(context.Background(), processortest.NewNopSettings(metadata.Type), cfg, consumertest.NewNop())
-	require.NoError(t, err)
-	err = p.Start(context.Background(), componenttest.NewNopHost())
-	require.ErrorContains(t, err, "not the host's procfs")
-	require.NoError(t, p.Shutdown(context.Background()))
-
-	// The host's procfs under a root path is fine.
-	cfg.RootPath = pubtest.MountProc(t, 0)
-	p, err = NewFactory().CreateLogs(context.Background(), processortest.NewNopSettings(metadata.Type), cfg, consumertest.NewNop())
-	require.NoError(t, err)
-	require.NoError(t, p.Start(context.Background(), componenttest.NewNopHost()))
-	require.NoError(t, p.Shutdown(context.Background()))
 }

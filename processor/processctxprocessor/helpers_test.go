@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
@@ -20,33 +21,33 @@ import (
 	"go.opentelemetry.io/collector/processor/processortest"
 	"go.opentelemetry.io/collector/processor/xprocessor"
 	"go.uber.org/zap"
-	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/processctx/otelcol-processctx/internal/otep"
 	"github.com/processctx/otelcol-processctx/internal/procfs"
 	"github.com/processctx/otelcol-processctx/internal/pubtest"
+	"github.com/processctx/otelcol-processctx/internal/sharedtracker/sharedtrackertest"
 	"github.com/processctx/otelcol-processctx/internal/tracker"
 	"github.com/processctx/otelcol-processctx/internal/tracker/trackertest"
 	"github.com/processctx/otelcol-processctx/processor/processctxprocessor/internal/metadata"
 )
 
-// harness is the processor of every signal, created through the factory
-// (so that they share one core) with sinks behind them, over a tracker of
-// the real host or of a fake one.
+// harness is the processor of every signal, created through the factory,
+// with sinks behind them, over a tracker of the real host or of a fake one
+// that a fake process_context extension provides.
 type harness struct {
 	t        testing.TB
-	core     *core
 	tel      *componenttest.Telemetry
-	logObs   *observer.ObservedLogs
 	logs     processor.Logs
 	metrics  processor.Metrics
 	traces   processor.Traces
 	profiles xprocessor.Profiles
-	// direct is a logs instance on the same core, called without a sink
+	// direct is a started logs instance called without a sink
 	// (benchmarks, concurrent callers).
 	direct *instance
 
 	tracker *tracker.Tracker
+	// extHost is the collector host whose extension provides tracker.
+	extHost component.Host
 	// mapsReads counts the maps reads of each pid on the real host.
 	mapsReads *mapsCountingHost
 	host      *trackertest.Host  // the fake host, nil for the real one
@@ -66,97 +67,111 @@ func testConfig() *Config {
 	return cfg
 }
 
-// newHarness runs the processor over a tracker of this host.
+// newHarness runs the processor over a tracker of this host with the
+// extension's default configuration.
 func newHarness(t testing.TB, cfg *Config) *harness {
 	t.Helper()
-	h := &harness{t: t}
-	h.build(cfg, func(ctx context.Context, logger *zap.Logger) (source, func(context.Context) error, error) {
-		fs, err := procfs.NewFS(cfg.RootPath)
-		if err != nil {
-			return nil, nil, err
-		}
-		host, err := tracker.NewHost(fs, cfg.limits())
-		if err != nil {
-			return nil, nil, err
-		}
-		h.mapsReads = &mapsCountingHost{Host: host, reads: map[int]int{}}
-		tr, err := tracker.New(h.mapsReads, cfg.trackerConfig(), logger)
-		if err != nil {
-			return nil, nil, err
-		}
-		tr.Start()
-		h.tracker = tr
-		return tr, tr.Stop, nil
-	})
+	tc := tracker.DefaultConfig()
+	fs, err := procfs.NewFS(tc.RootPath)
+	require.NoError(t, err)
+	host, err := tracker.NewHost(fs, tc.Limits())
+	require.NoError(t, err)
+	counting := &mapsCountingHost{Host: host, reads: map[int]int{}}
+	tr, err := tracker.New(counting, tc, zap.NewNop())
+	require.NoError(t, err)
+	h := newHarnessOn(t, cfg, tr)
+	h.mapsReads = counting
 	return h
 }
 
-// newFakeHarness runs the processor over a tracker of host, on a fake
-// clock; the tracker scans when the test calls rescan.
-func newFakeHarness(t testing.TB, cfg *Config, host *trackertest.Host) *harness {
+// fakeTrackerConfig is the configuration of a tracker of a fake host: it
+// scans when a test calls rescan, and a read stuck in the fake host is
+// abandoned soon.
+func fakeTrackerConfig() tracker.Config {
+	tc := tracker.DefaultConfig()
+	tc.CollectionInterval = time.Hour
+	tc.ReadTimeout = 50 * time.Millisecond
+	return tc
+}
+
+// newFakeHarness runs the processor over a tracker of host with
+// configuration tc, on a fake clock, after a first scan.
+func newFakeHarness(t testing.TB, cfg *Config, tc tracker.Config, host *trackertest.Host) *harness {
 	t.Helper()
-	h := &harness{t: t, host: host, clock: trackertest.NewClock()}
-	h.build(cfg, func(ctx context.Context, logger *zap.Logger) (source, func(context.Context) error, error) {
-		tc := cfg.trackerConfig()
-		tc.ScanInterval = time.Hour
-		tr, err := tracker.New(host, tc, logger, tracker.WithClock(h.clock.Now))
-		if err != nil {
-			return nil, nil, err
-		}
-		tr.Start()
-		h.tracker = tr
-		t.Cleanup(host.Unblock) // before the tracker stops: stuck readers exit
-		return tr, tr.Stop, nil
-	})
+	clock := trackertest.NewClock()
+	tr, err := tracker.New(host, tc, zap.NewNop(), tracker.WithClock(clock.Now))
+	require.NoError(t, err)
+	h := newHarnessOn(t, cfg, tr)
+	t.Cleanup(host.Unblock) // before the tracker stops: stuck readers exit
+	h.host, h.clock = host, clock
 	h.rescan()
 	return h
 }
 
-func (h *harness) build(cfg *Config, open func(context.Context, *zap.Logger) (source, func(context.Context) error, error)) {
-	t := h.t
+// newHarnessOn starts tr (stopped when the test ends) and the processor of
+// every signal over it.
+func newHarnessOn(t testing.TB, cfg *Config, tr *tracker.Tracker) *harness {
 	t.Helper()
 	require.NoError(t, cfg.Validate())
-	h.tel = componenttest.NewTelemetry()
-	h.logsSink = new(consumertest.LogsSink)
-	h.metricsSink = new(consumertest.MetricsSink)
-	h.tracesSink = new(consumertest.TracesSink)
-	h.profilesSink = new(consumertest.ProfilesSink)
+	tr.Start()
+	t.Cleanup(func() { assert.NoError(t, tr.Stop(context.Background())) })
+	h := &harness{
+		t:            t,
+		tracker:      tr,
+		extHost:      sharedtrackertest.Host(tr),
+		tel:          componenttest.NewTelemetry(),
+		logsSink:     new(consumertest.LogsSink),
+		metricsSink:  new(consumertest.MetricsSink),
+		tracesSink:   new(consumertest.TracesSink),
+		profilesSink: new(consumertest.ProfilesSink),
+	}
 	t.Cleanup(func() { _ = h.tel.Shutdown(context.Background()) })
-	logCore, obs := observer.New(zap.InfoLevel)
-	h.logObs = obs
 	set := processortest.NewNopSettings(metadata.Type)
 	set.TelemetrySettings = h.tel.NewTelemetrySettings()
-	set.Logger = zap.New(logCore)
 
-	f := newFactory()
-	xf := f.xFactory()
+	f := NewFactory()
 	ctx := context.Background()
 	var err error
-	h.logs, err = xf.CreateLogs(ctx, set, cfg, h.logsSink)
+	h.logs, err = f.CreateLogs(ctx, set, cfg, h.logsSink)
 	require.NoError(t, err)
-	h.metrics, err = xf.CreateMetrics(ctx, set, cfg, h.metricsSink)
+	h.metrics, err = f.CreateMetrics(ctx, set, cfg, h.metricsSink)
 	require.NoError(t, err)
-	h.traces, err = xf.CreateTraces(ctx, set, cfg, h.tracesSink)
+	h.traces, err = f.CreateTraces(ctx, set, cfg, h.tracesSink)
 	require.NoError(t, err)
-	h.profiles, err = xf.CreateProfiles(ctx, set, cfg, h.profilesSink)
+	h.profiles, err = f.CreateProfiles(ctx, set, cfg, h.profilesSink)
 	require.NoError(t, err)
+	h.direct, err = newInstance(set, cfg, signalLogs)
+	require.NoError(t, err)
+	startAll(t, h.extHost, h.logs, h.metrics, h.traces, h.profiles, h.direct)
+	return h
+}
 
-	f.mu.Lock()
-	h.core = f.cores[set.ID].core
-	f.mu.Unlock()
-	h.core.open = open
-	h.direct, err = newInstance(h.core, set, signalLogs, func(context.Context) error { return nil })
-	require.NoError(t, err)
-
-	host := componenttest.NewNopHost()
-	for _, c := range []component.Component{h.logs, h.metrics, h.traces, h.profiles} {
-		require.NoError(t, c.Start(ctx, host))
-	}
-	t.Cleanup(func() {
-		for _, c := range []component.Component{h.logs, h.metrics, h.traces, h.profiles} {
-			require.NoError(t, c.Shutdown(ctx))
+// startAll starts each component (or instance) with host, and shuts it
+// down when the test ends.
+func startAll(t testing.TB, host component.Host, comps ...any) {
+	t.Helper()
+	ctx := context.Background()
+	for _, c := range comps {
+		switch c := c.(type) {
+		case component.Component:
+			require.NoError(t, c.Start(ctx, host))
+			t.Cleanup(func() { assert.NoError(t, c.Shutdown(ctx)) })
+		case *instance:
+			require.NoError(t, c.start(ctx, host))
+			t.Cleanup(func() { assert.NoError(t, c.shutdown(ctx)) })
 		}
-	})
+	}
+}
+
+// newLifecycleHost is the host of the generated lifecycle tests
+// (metadata.yaml's tests::host): the extension of a started tracker of an
+// empty fake host.
+func newLifecycleHost(t *testing.T) component.Host {
+	tr, err := tracker.New(trackertest.NewHost(), fakeTrackerConfig(), zap.NewNop())
+	require.NoError(t, err)
+	tr.Start()
+	t.Cleanup(func() { assert.NoError(t, tr.Stop(context.Background())) })
+	return sharedtrackertest.Host(tr)
 }
 
 // rescan waits for a scan of the (fake) host that starts now.
@@ -314,7 +329,7 @@ func unusedPID(t testing.TB) int {
 	t.Helper()
 	fs, err := procfs.NewFS("/")
 	require.NoError(t, err)
-	for pid := maxPID; pid > maxPID-1000; pid-- {
+	for pid := tracker.MaxPID - 1; pid > tracker.MaxPID-1000; pid-- {
 		if _, err := fs.StartTime(pid); err != nil {
 			return pid
 		}
@@ -326,5 +341,3 @@ func unusedPID(t testing.TB) int {
 // noContextPID returns the pid of a live process that publishes nothing:
 // the test binary itself.
 func noContextPID() int { return os.Getpid() }
-
-func processortestSettings() processor.Settings { return processortest.NewNopSettings(metadata.Type) }

@@ -18,54 +18,6 @@ const (
 	serviceInstanceIDKey = "service.instance.id"
 )
 
-// resourceFacts is what one pass over a resource's attributes (this runs
-// for every resource) finds: the pid under the highest-ranked pid key and
-// the container.id.
-type resourceFacts struct {
-	pid         int
-	containerID string
-}
-
-func (c *core) factsOf(attrs pcommon.Map) resourceFacts {
-	var f resourceFacts
-	if len(c.pidKeys) == 1 {
-		// The usual configuration: one key, compared without a loop.
-		key := c.pidKeys[0]
-		for k, v := range attrs.All() {
-			switch k {
-			case key:
-				if pid, ok := pidFromValue(v); ok {
-					f.pid = pid
-				}
-			case containerIDKey:
-				if v.Type() == pcommon.ValueTypeStr {
-					f.containerID = v.Str()
-				}
-			}
-		}
-		return f
-	}
-	rank := len(c.pidKeys)
-	for k, v := range attrs.All() {
-		switch k {
-		case containerIDKey:
-			if v.Type() == pcommon.ValueTypeStr {
-				f.containerID = v.Str()
-			}
-			continue
-		}
-		for i, pk := range c.pidKeys[:rank] {
-			if k == pk {
-				if pid, ok := pidFromValue(v); ok {
-					f.pid, rank = pid, i
-				}
-				break
-			}
-		}
-	}
-	return f
-}
-
 // stampPids makes an enriched resource carry the host pid as process.pid,
 // and the pid inside its namespace as process.vpid where they differ.
 // telemetryPid is the pid the telemetry named.

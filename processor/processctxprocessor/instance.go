@@ -2,66 +2,106 @@ package processctxprocessor
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/processor"
 	"go.uber.org/zap"
 
+	"github.com/processctx/otelcol-processctx/internal/sharedtracker"
+	"github.com/processctx/otelcol-processctx/internal/tracker"
 	"github.com/processctx/otelcol-processctx/internal/trackerstatus"
 )
 
-// instance is the processor of one pipeline (one signal).
+// instance is the processor of one pipeline (one signal), over the tracker
+// of the process_context extension.
 type instance struct {
-	core   *core
+	pids     pidRanking
+	filter   keyFilter
+	override bool
+	// trustHostPids: unqualified_pids is "host".
+	trustHostPids bool
+	// pidIsHostPidKey: the first pid key is process.pid, so a resource pid
+	// found under it needs no stamp when it is the host's.
+	pidIsHostPidKey bool
+	lookupTimeout   time.Duration
+	trackerID       *component.ID
+	// viewKey is the configuration: the pipelines of one processor ID get
+	// the same one from the collector, and share the tracker's view.
+	viewKey *Config
+
 	logger *zap.Logger
 	tel    *telemetry
-	// regroup: records and samples with pids of their own are regrouped
-	// (see pointerSlicesOK).
-	regroup bool
-	// release drops the instance's reference to the shared core, once.
-	release func(context.Context) error
+	// started is nil before start and after shutdown: data then passes
+	// through.
+	started atomic.Pointer[trackerView]
 	// stopStatus ends the reports of the tracker's health as the
 	// instance's status.
 	stopStatus func()
 	batches    sync.Pool // *batch
 }
 
-func newInstance(c *core, set processor.Settings, signal string, release func(context.Context) error) (*instance, error) {
+// trackerView is the tracker a started instance reads and the view of
+// enrichments it added to it.
+type trackerView struct {
+	tracker *tracker.Tracker
+	view    tracker.View
+}
+
+func newInstance(set processor.Settings, cfg *Config, signal string) (*instance, error) {
 	tel, err := newTelemetry(set.TelemetrySettings, signal)
 	if err != nil {
 		return nil, err
 	}
-	p := &instance{core: c, logger: set.Logger, tel: tel, regroup: pointerSlicesOK()}
-	if !p.regroup {
-		set.Logger.Error("This build's pdata lays out its slices in a way the processor does not know: " +
-			"log records and profile samples with pids of their own pass through unenriched (resources with a pid are enriched)")
-	}
-	var once sync.Once
-	p.release = func(ctx context.Context) error {
-		var err error
-		once.Do(func() { err = release(ctx) })
-		return err
-	}
-	return p, nil
+	return &instance{
+		pids:            slices.Clone(pidRanking(cfg.PIDAttributes)),
+		filter:          newKeyFilter(cfg),
+		override:        cfg.Override,
+		trustHostPids:   cfg.UnqualifiedPids == UnqualifiedHost,
+		pidIsHostPidKey: cfg.PIDAttributes[0] == hostPidKey,
+		lookupTimeout:   cfg.LookupTimeout,
+		trackerID:       cfg.Tracker,
+		viewKey:         cfg,
+		logger:          set.Logger,
+		tel:             tel,
+	}, nil
 }
 
-// start starts the core (once for the instances that share it); the
-// tracker's health becomes the instance's status.
+// start finds the process_context extension's tracker (the collector
+// starts extensions first) and adds its view to it (shared by the
+// pipelines of one processor ID); the tracker's health becomes the
+// instance's status.
 func (p *instance) start(ctx context.Context, host component.Host) error {
-	if err := p.core.start(ctx, host, p.logger); err != nil {
-		return err
+	tr, id, err := sharedtracker.Find(host, p.trackerID)
+	if err != nil {
+		return fmt.Errorf("process_context processor: %w", err)
 	}
-	if st := p.core.state.Load(); st != nil {
-		p.stopStatus = trackerstatus.Watch(host, st.src)
+	view, err := tr.AddView(ctx, p.viewKey, p.enrichmentOf)
+	if err != nil {
+		return fmt.Errorf("process_context processor: tracker of %s: %w", id, err)
 	}
+	p.started.Store(&trackerView{tracker: tr, view: view})
+	p.stopStatus = trackerstatus.Watch(host, tr)
 	return nil
 }
 
+// shutdown removes the instance's use of the view; batches still running
+// pass through.
 func (p *instance) shutdown(ctx context.Context) error {
 	if p.stopStatus != nil {
 		p.stopStatus()
 	}
 	p.tel.shutdown()
-	return p.release(ctx)
+	st := p.started.Swap(nil)
+	if st == nil {
+		return nil
+	}
+	// A tracker stopped already (its extension shut down first) keeps no
+	// views: nothing to remove then.
+	_ = st.tracker.RemoveView(ctx, st.view)
+	return nil
 }

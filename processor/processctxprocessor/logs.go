@@ -2,57 +2,65 @@ package processctxprocessor
 
 import (
 	"context"
-	"unsafe"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 )
 
 // processLogs enriches each resource by its pid, or regroups its records by
-// their pids.
+// their pids (journald-like logs: one resource, a pid per record).
 func (p *instance) processLogs(ctx context.Context, ld plog.Logs) (plog.Logs, error) {
-	b := p.core.newBatch(&p.batches)
+	b := p.newBatch()
 	if b == nil {
 		return ld, nil
 	}
-	defer b.finish(p.tel, &p.batches)
+	defer b.finish()
 	rls := ld.ResourceLogs()
-	var emptied marks
+	run := logsRun{b: b, rls: rls}
 	n := rls.Len() // resources appended by regrouping are complete already
 	for i := range n {
-		if !p.logsResource(b, rls, i, &emptied) {
+		if !run.resource(i) {
 			b.deferred = append(b.deferred, i)
 		}
 	}
 	if b.wait(ctx) {
 		for _, i := range b.deferred {
-			p.logsResource(b, rls, i, &emptied)
+			run.resource(i)
 		}
 	}
-	if len(emptied) > 0 {
-		rls.RemoveIf(removeMarked[plog.ResourceLogs](emptied))
+	if len(run.emptied) > 0 {
+		rls.RemoveIf(removeMarked[plog.ResourceLogs](run.emptied, 0))
 	}
 	return ld, nil
 }
 
-// logsResource enriches or regroups resource i; false: it names a pid
-// being read.
-func (p *instance) logsResource(b *batch, rls plog.ResourceLogsSlice, i int, emptied *marks) bool {
-	rl := rls.At(i)
+// logsRun is one call of processLogs.
+type logsRun struct {
+	b   *batch
+	rls plog.ResourceLogsSlice
+	// tree is made for the first resource without a pid.
+	tree    *logsTree
+	emptied marks // resources
+}
+
+// resource enriches or regroups resource i; false: it names a pid being
+// read.
+func (r *logsRun) resource(i int) bool {
+	rl := r.rls.At(i)
 	attrs := rl.Resource().Attributes()
-	facts := p.core.factsOf(attrs)
+	facts := r.b.p.pids.factsOf(attrs)
 	if facts.pid != 0 {
-		return b.enrichResource(attrs, &facts, logRecordCount(rl))
+		return r.b.enrichResource(attrs, &facts, logRecordCount(rl))
 	}
-	if !p.regroup {
-		return true
+	if r.tree == nil {
+		r.tree = &logsTree{pids: r.b.p.pids, rls: r.rls}
 	}
-	t := logsTree{c: p.core, rls: rls, rl: rl, scopes: rl.ScopeLogs(), cur: -1}
-	deferred, all := b.regroupResource(attrs, &t)
-	if all {
-		emptied.set(i)
+	r.tree.reset(rl)
+	waiting, emptied := r.b.regroupResource(attrs, &facts, r.tree)
+	if emptied {
+		r.emptied.set(i)
 	}
-	return !deferred
+	return !waiting
 }
 
 func logRecordCount(rl plog.ResourceLogs) int {
@@ -67,54 +75,59 @@ func logRecordCount(rl plog.ResourceLogs) int {
 // logsTree is a resource's log records for regroupResource: a leaf per
 // scope.
 type logsTree struct {
-	c      *core
-	rls    plog.ResourceLogsSlice
-	rl     plog.ResourceLogs
-	scopes plog.ScopeLogsSlice
-	// cur is the leaf whose records curRecords holds.
-	cur           int
-	curRecords    plog.LogRecordSlice
-	dst           []plog.ResourceLogs // by group
+	pids    pidRanking
+	rls     plog.ResourceLogsSlice
+	rl      plog.ResourceLogs
+	records []plog.LogRecordSlice // by leaf
+	dst     []plog.ResourceLogs   // by group
+	// open holds each group's copy of the leaf being moved.
+	open          []plog.LogRecordSlice
 	emptiedScopes marks
 }
 
-func (t *logsTree) leaves() int { return t.scopes.Len() }
-
-func (t *logsTree) records(leaf int) plog.LogRecordSlice {
-	if leaf != t.cur {
-		t.cur, t.curRecords = leaf, t.scopes.At(leaf).LogRecords()
+// reset makes the tree rl's.
+func (t *logsTree) reset(rl plog.ResourceLogs) {
+	t.rl = rl
+	t.records, t.dst, t.open, t.emptiedScopes = t.records[:0], t.dst[:0], t.open[:0], t.emptiedScopes[:0]
+	for _, sl := range rl.ScopeLogs().All() {
+		t.records = append(t.records, sl.LogRecords())
 	}
-	return t.curRecords
 }
 
-func (t *logsTree) items(leaf int) *[]unsafe.Pointer { return itemPointers(t.records(leaf)) }
+func (t *logsTree) leaves() int { return len(t.records) }
 
-func (t *logsTree) pid(leaf, i int) int {
-	pid, _ := t.c.pidOf(t.records(leaf).At(i).Attributes())
-	return pid
-}
+func (t *logsTree) items(leaf int) int { return t.records[leaf].Len() }
 
-func (t *logsTree) newResource(_, _ int) pcommon.Map {
+func (t *logsTree) pid(leaf, i int) int { return t.pids.pidOf(t.records[leaf].At(i).Attributes()) }
+
+func (t *logsTree) newResource(int) pcommon.Map {
 	nrl := t.rls.AppendEmpty()
 	t.rl.Resource().CopyTo(nrl.Resource())
 	nrl.SetSchemaUrl(t.rl.SchemaUrl())
 	t.dst = append(t.dst, nrl)
+	t.open = append(t.open, plog.LogRecordSlice{})
 	return nrl.Resource().Attributes()
 }
 
-func (t *logsTree) openLeaf(g, leaf, n int) *[]unsafe.Pointer {
-	sl := t.scopes.At(leaf)
-	nsl := t.dst[g].ScopeLogs().AppendEmpty()
-	sl.Scope().CopyTo(nsl.Scope())
-	nsl.SetSchemaUrl(sl.SchemaUrl())
-	nsl.LogRecords().EnsureCapacity(n)
-	return itemPointers(nsl.LogRecords())
+func (t *logsTree) moveLeaf(leaf int, groups []int32, counts []int) {
+	sl := t.rl.ScopeLogs().At(leaf)
+	for g, n := range counts {
+		if n > 0 {
+			nsl := t.dst[g].ScopeLogs().AppendEmpty()
+			sl.Scope().CopyTo(nsl.Scope())
+			nsl.SetSchemaUrl(sl.SchemaUrl())
+			nsl.LogRecords().EnsureCapacity(n)
+			t.open[g] = nsl.LogRecords()
+		}
+	}
+	moveItems[plog.LogRecord](t.records[leaf], groups, t.open)
+	if t.records[leaf].Len() == 0 {
+		t.emptiedScopes.set(leaf)
+	}
 }
-
-func (t *logsTree) emptied(leaf, _ int) { t.emptiedScopes.set(leaf) }
 
 func (t *logsTree) prune() {
 	if len(t.emptiedScopes) > 0 {
-		t.scopes.RemoveIf(removeMarked[plog.ScopeLogs](t.emptiedScopes))
+		t.rl.ScopeLogs().RemoveIf(removeMarked[plog.ScopeLogs](t.emptiedScopes, 0))
 	}
 }

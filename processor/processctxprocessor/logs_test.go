@@ -246,12 +246,12 @@ func TestLogsRecordPidsOneProcess(t *testing.T) {
 	})
 }
 
-// TestLogsManyProcessesUnderOneResource regroups records of more processes
-// than the batch's linear pid indexes hold, and as many pids without a
-// context.
+// TestLogsManyProcessesUnderOneResource regroups records of 20 processes
+// and as many pids without a context: more than the batch's first pid
+// index holds (it grows).
 func TestLogsManyProcessesUnderOneResource(t *testing.T) {
 	var pubs []*publishing
-	for i := range linearPIDs + 4 {
+	for i := range 20 {
 		pubs = append(pubs, startPublisher(t, pubtest.Kinds[i%2], "svc-"+strconv.Itoa(i)))
 	}
 	h := newHarness(t, testConfig())

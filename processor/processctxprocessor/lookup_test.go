@@ -38,20 +38,12 @@ func serviceNames(ld plog.Logs) []string {
 	return out
 }
 
-// fakeConfig is the processor's configuration over a fake host: a batch
-// may wait long for reads that are meant to succeed.
-func fakeConfig() *Config {
-	cfg := testConfig()
-	cfg.ReadTimeout = 50 * time.Millisecond
-	return cfg
-}
-
 func TestKnownPidsCostNoRead(t *testing.T) {
 	host := trackertest.NewHost()
 	host.Add(10)
 	host.Publish(10, "cart")
 	host.Add(11)
-	h := newFakeHarness(t, fakeConfig(), host)
+	h := newFakeHarness(t, testConfig(), fakeTrackerConfig(), host)
 
 	host.ResetCounts()
 	for range 5 {
@@ -68,7 +60,7 @@ func TestKnownPidsCostNoRead(t *testing.T) {
 
 func TestNewPidIsReadWithinTheBatch(t *testing.T) {
 	host := trackertest.NewHost()
-	h := newFakeHarness(t, fakeConfig(), host)
+	h := newFakeHarness(t, testConfig(), fakeTrackerConfig(), host)
 	host.Add(20)
 	host.Publish(20, "new")
 	host.Add(21)
@@ -86,10 +78,11 @@ func TestNewPidIsReadWithinTheBatch(t *testing.T) {
 
 func TestStalledReadDoesNotHoldTheBatch(t *testing.T) {
 	host := trackertest.NewHost()
-	cfg := fakeConfig()
+	cfg := testConfig()
 	cfg.LookupTimeout = 50 * time.Millisecond
-	cfg.ReadTimeout = time.Hour // the read stays stuck: only lookup_timeout bounds the batch
-	h := newFakeHarness(t, cfg, host)
+	tc := fakeTrackerConfig()
+	tc.ReadTimeout = time.Hour // the read stays stuck: only lookup_timeout bounds the batch
+	h := newFakeHarness(t, cfg, tc, host)
 	host.Add(30)
 	host.Publish(30, "good")
 	host.Add(31).Block = trackertest.MethodMaps
@@ -108,16 +101,16 @@ func TestStalledReadDoesNotHoldTheBatch(t *testing.T) {
 	assert.Equal(t, int64(1), counter(t, h, "otelcol_processor_process_context_enriched")["logs"])
 }
 
-func TestLatePublisherFoundAfterNegativeTTL(t *testing.T) {
+func TestLatePublisherFoundAfterRecheckInterval(t *testing.T) {
 	host := trackertest.NewHost()
-	cfg := fakeConfig()
-	h := newFakeHarness(t, cfg, host)
+	tc := fakeTrackerConfig()
+	h := newFakeHarness(t, testConfig(), tc, host)
 	host.Add(40)
 	assert.Equal(t, []string{""}, serviceNames(h.consumeLogs(resourceLogs(40))))
 	host.Publish(40, "late")
-	assert.Equal(t, []string{""}, serviceNames(h.consumeLogs(resourceLogs(40))), "within negative_ttl")
+	assert.Equal(t, []string{""}, serviceNames(h.consumeLogs(resourceLogs(40))), "within the extension's recheck_interval")
 
-	h.clock.Advance(cfg.Cache.NegativeTTL)
+	h.clock.Advance(tc.RecheckInterval)
 	h.consumeLogs(resourceLogs(40)) // hints the tracker
 	require.Eventually(t, func() bool {
 		return serviceNames(h.consumeLogs(resourceLogs(40)))[0] == "late"
@@ -130,13 +123,13 @@ func TestGracePeriodAfterExitAndUnpublish(t *testing.T) {
 	host.Publish(50, "exits")
 	host.Add(51)
 	host.Publish(51, "unpublishes")
-	cfg := fakeConfig()
-	h := newFakeHarness(t, cfg, host)
+	tc := fakeTrackerConfig()
+	h := newFakeHarness(t, testConfig(), tc, host)
 	host.Remove(50)
 	host.Unpublish(51)
 	h.rescan()
 	assert.Equal(t, []string{"exits", "unpublishes"}, serviceNames(h.consumeLogs(resourceLogs(50, 51))), "late telemetry")
-	h.clock.Advance(cfg.Cache.GracePeriod)
+	h.clock.Advance(tc.GracePeriod)
 	h.rescan()
 	assert.Equal(t, []string{"", ""}, serviceNames(h.consumeLogs(resourceLogs(50, 51))))
 }
@@ -145,7 +138,7 @@ func TestPidReuseDropsTheOldContext(t *testing.T) {
 	host := trackertest.NewHost()
 	host.Add(60)
 	host.Publish(60, "old")
-	h := newFakeHarness(t, fakeConfig(), host)
+	h := newFakeHarness(t, testConfig(), fakeTrackerConfig(), host)
 	assert.Equal(t, []string{"old"}, serviceNames(h.consumeLogs(resourceLogs(60))))
 	host.Reuse(60)
 	h.rescan()
@@ -156,7 +149,7 @@ func TestUpdatedContextEnrichesTheNextBatch(t *testing.T) {
 	host := trackertest.NewHost()
 	host.Add(70)
 	host.Publish(70, "v1")
-	h := newFakeHarness(t, fakeConfig(), host)
+	h := newFakeHarness(t, testConfig(), fakeTrackerConfig(), host)
 	host.Publish(70, "v2")
 	h.rescan()
 	assert.Equal(t, []string{"v2"}, serviceNames(h.consumeLogs(resourceLogs(70))))
@@ -213,23 +206,15 @@ func TestRealPidsCostNoProcIOWhenKnown(t *testing.T) {
 
 // With kernel events, a publication is read at its event: telemetry of a
 // pid known to publish nothing is enriched from the next batch on, long
-// before negative_ttl would have it read again.
+// before the extension's recheck_interval would have it read again.
 func TestPublicationEventEnrichesTheNextBatch(t *testing.T) {
 	pubtest.RequireRoot(t)
-	cfg := testConfig()
-	cfg.Cache.TTL, cfg.Cache.NegativeTTL = time.Hour, time.Hour
-	h := &harness{t: t}
-	h.build(cfg, func(ctx context.Context, logger *zap.Logger) (source, func(context.Context) error, error) {
-		tc := cfg.trackerConfig()
-		tc.Discovery = tracker.DiscoveryEvents
-		tr, err := tracker.Open(cfg.RootPath, cfg.limits(), tc, logger)
-		if err != nil {
-			return nil, nil, err
-		}
-		tr.Start()
-		h.tracker = tr
-		return tr, tr.Stop, nil
-	})
+	tc := tracker.DefaultConfig()
+	tc.CollectionInterval, tc.RecheckInterval = time.Hour, time.Hour
+	tc.Discovery = tracker.DiscoveryEvents
+	tr, err := tracker.Open(tc, zap.NewNop())
+	require.NoError(t, err)
+	h := newHarnessOn(t, testConfig(), tr)
 	p := pubtest.Start(t, pubtest.Go, pubtest.Options{})
 	assert.Equal(t, []string{""}, serviceNames(h.consumeLogs(resourceLogs(p.Pid))), "no context yet")
 	p.Publish(otep.EncodeStrings(map[string]string{"service.name": "published-now"}))

@@ -10,11 +10,11 @@ import (
 // processMetrics enriches resources that carry a pid, as the hostmetrics
 // process scraper's do (one resource per process).
 func (p *instance) processMetrics(ctx context.Context, md pmetric.Metrics) (pmetric.Metrics, error) {
-	b := p.core.newBatch(&p.batches)
+	b := p.newBatch()
 	if b == nil {
 		return md, nil
 	}
-	defer b.finish(p.tel, &p.batches)
+	defer b.finish()
 	rms := md.ResourceMetrics()
 	b.enrichResources(ctx, rms.Len(), func(i int) (pcommon.Map, int) {
 		rm := rms.At(i)

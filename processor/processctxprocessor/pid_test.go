@@ -4,7 +4,10 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pcommon"
+
+	"github.com/processctx/otelcol-processctx/internal/tracker"
 )
 
 func TestPidFromValue(t *testing.T) {
@@ -14,8 +17,9 @@ func TestPidFromValue(t *testing.T) {
 		want int
 	}{
 		{"int", func(v pcommon.Value) { v.SetInt(1234) }, 1234},
-		{"int max", func(v pcommon.Value) { v.SetInt(maxPID) }, maxPID},
-		{"int over max", func(v pcommon.Value) { v.SetInt(maxPID + 1) }, 0},
+		{"int max", func(v pcommon.Value) { v.SetInt(tracker.MaxPID - 1) }, tracker.MaxPID - 1},
+		{"int at the limit", func(v pcommon.Value) { v.SetInt(tracker.MaxPID) }, 0},
+		{"int over max", func(v pcommon.Value) { v.SetInt(tracker.MaxPID + 1) }, 0},
 		{"int zero", func(v pcommon.Value) { v.SetInt(0) }, 0},
 		{"int negative", func(v pcommon.Value) { v.SetInt(-1) }, 0},
 		{"int64 huge", func(v pcommon.Value) { v.SetInt(1 << 62) }, 0},
@@ -27,6 +31,8 @@ func TestPidFromValue(t *testing.T) {
 		{"string plus", func(v pcommon.Value) { v.SetStr("+12") }, 0},
 		{"string space", func(v pcommon.Value) { v.SetStr(" 12") }, 0},
 		{"string garbage", func(v pcommon.Value) { v.SetStr("12a") }, 0},
+		{"string max", func(v pcommon.Value) { v.SetStr("4194303") }, tracker.MaxPID - 1},
+		{"string at the limit", func(v pcommon.Value) { v.SetStr("4194304") }, 0},
 		{"string over max", func(v pcommon.Value) { v.SetStr("4194305") }, 0},
 		{"string overflow", func(v pcommon.Value) { v.SetStr("99999999999999999999999") }, 0},
 		{"string 10 digits", func(v pcommon.Value) { v.SetStr("9999999999") }, 0},
@@ -46,30 +52,36 @@ func TestPidFromValue(t *testing.T) {
 	}
 }
 
-func TestPidOfKeyOrder(t *testing.T) {
-	cfg := createDefaultConfig()
-	cfg.PIDAttributes = []string{"process.pid", "pid"}
-	c := newCore(cfg)
-	m := pcommon.NewMap()
-	m.PutInt("pid", 2)
-	pid, ok := c.pidOf(m)
-	assert.True(t, ok)
-	assert.Equal(t, 2, pid, "second key")
-	m.PutInt("process.pid", 1)
-	pid, _ = c.pidOf(m)
-	assert.Equal(t, 1, pid, "first key wins")
-	m.PutStr("process.pid", "garbage")
-	pid, _ = c.pidOf(m)
-	assert.Equal(t, 2, pid, "an invalid first key falls back to the next")
-	m.Remove("pid")
-	_, ok = c.pidOf(m)
-	assert.False(t, ok)
+// The pid under the best key wins, wherever it is in the attributes; an
+// invalid value counts as no pid.
+func TestPidRanking(t *testing.T) {
+	ranking := pidRanking{"process.pid", "pid"}
+	for _, tt := range []struct {
+		name          string
+		attrs         map[string]any
+		wantPid       int
+		wantContainer string
+	}{
+		{"second key", map[string]any{"pid": 2}, 2, ""},
+		{"first key wins", map[string]any{"pid": 2, "process.pid": 1}, 1, ""},
+		{"first key wins, listed last", map[string]any{"process.pid": "1", "pid": 2}, 1, ""},
+		{"an invalid first key falls back to the next", map[string]any{"process.pid": "garbage", "pid": 2}, 2, ""},
+		{"no valid pid", map[string]any{"process.pid": "garbage", "other": 3}, 0, ""},
+		{"container.id", map[string]any{"container.id": "c0ffee", "pid": int64(7)}, 7, "c0ffee"},
+		{"container.id not a string", map[string]any{"container.id": 12}, 0, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			m := pcommon.NewMap()
+			require.NoError(t, m.FromRaw(tt.attrs))
+			facts := ranking.factsOf(m)
+			assert.Equal(t, resourceFacts{pid: tt.wantPid, containerID: tt.wantContainer}, facts)
+			assert.Equal(t, tt.wantPid, ranking.pidOf(m))
+		})
+	}
 }
 
 func TestSamplePIDTableRank(t *testing.T) {
-	cfg := createDefaultConfig()
-	cfg.PIDAttributes = []string{"process.pid", "pid"}
-	c := newCore(cfg)
+	ranking := pidRanking{"process.pid", "pid"}
 	pb := newProfileBuilder()
 	d := pb.pd.Dictionary()
 	alt := d.AttributeTable().AppendEmpty()
@@ -82,27 +94,26 @@ func TestSamplePIDTableRank(t *testing.T) {
 	pb.sample(p, 1, nil)
 	p.Samples().At(1).AttributeIndices().Append(altIdx)
 
-	table := c.samplePIDTable(d)
+	table := ranking.samplePIDTable(d)
 	assert.Equal(t, 55, pidOfSample(p.Samples().At(0), table), "process.pid ranks first")
 	assert.Equal(t, 77, pidOfSample(p.Samples().At(1), table))
 
 	empty := newProfileBuilder()
-	assert.Empty(t, c.samplePIDTable(empty.pd.Dictionary()), "no pid attribute: no table")
+	assert.Empty(t, ranking.samplePIDTable(empty.pd.Dictionary()), "no pid attribute: no table")
 }
 
 func TestPIDIndex(t *testing.T) {
 	var x pidIndex
 	for round := range 2 {
-		for i := range 3 * linearPIDs {
-			assert.Equal(t, int32(-1), x.find(1000+i))
-			assert.Equal(t, int32(i), x.add(1000+i))
+		for i := range 100 {
+			pid := 1000 + 4096*i // pids that share low bits
+			assert.Equal(t, int32(-1), x.find(pid))
+			assert.Equal(t, int32(i), x.add(pid))
 		}
-		for i := range 3 * linearPIDs {
-			assert.Equal(t, int32(i), x.find(1000+i), "round %d", round)
+		for i := range 100 {
+			assert.Equal(t, int32(i), x.find(1000+4096*i), "round %d", round)
 		}
-		assert.True(t, x.mapped)
 		x.reset()
-		assert.False(t, x.mapped)
 		assert.Equal(t, int32(-1), x.find(1000))
 	}
 }

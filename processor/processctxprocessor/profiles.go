@@ -5,8 +5,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/fnv"
-	"slices"
-	"unsafe"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pprofile"
@@ -17,11 +15,11 @@ import (
 // since 2026-03), or regroups its samples by their process.pid attribute
 // (earlier builds: several pids under one resource).
 func (p *instance) processProfiles(ctx context.Context, pd pprofile.Profiles) (pprofile.Profiles, error) {
-	b := p.core.newBatch(&p.batches)
+	b := p.newBatch()
 	if b == nil {
 		return pd, nil
 	}
-	defer b.finish(p.tel, &p.batches)
+	defer b.finish()
 	if hasAttributeReferences(pd.ResourceProfiles()) {
 		if err := resolveReferences(pd); err != nil {
 			// Never dropped: passed on as it came (minus what pdata converted).
@@ -29,7 +27,7 @@ func (p *instance) processProfiles(ctx context.Context, pd pprofile.Profiles) (p
 		}
 	}
 	rps := pd.ResourceProfiles()
-	pr := profilesRun{p: p, b: b, rps: rps, dict: pd.Dictionary()}
+	pr := profilesRun{b: b, rps: rps, dict: pd.Dictionary()}
 	n := rps.Len()
 	for i := range n {
 		if !pr.resource(i) {
@@ -42,7 +40,7 @@ func (p *instance) processProfiles(ctx context.Context, pd pprofile.Profiles) (p
 		}
 	}
 	if len(pr.emptied) > 0 {
-		rps.RemoveIf(removeMarked[pprofile.ResourceProfiles](pr.emptied))
+		rps.RemoveIf(removeMarked[pprofile.ResourceProfiles](pr.emptied, 0))
 	}
 	return pd, nil
 }
@@ -84,13 +82,13 @@ func resolveReferences(pd pprofile.Profiles) error {
 
 // profilesRun is one call of processProfiles.
 type profilesRun struct {
-	p          *instance
-	b          *batch
-	rps        pprofile.ResourceProfilesSlice
-	dict       pprofile.ProfilesDictionary
-	table      []samplePID
-	tableBuilt bool
-	emptied    marks
+	b    *batch
+	rps  pprofile.ResourceProfilesSlice
+	dict pprofile.ProfilesDictionary
+	// tree is made, with the dictionary's pid table, for the first
+	// resource without a pid.
+	tree    *profilesTree
+	emptied marks // resources
 }
 
 // resource enriches or regroups resource i; false: it names a pid being
@@ -98,26 +96,22 @@ type profilesRun struct {
 func (r *profilesRun) resource(i int) bool {
 	rp := r.rps.At(i)
 	attrs := rp.Resource().Attributes()
-	facts := r.p.core.factsOf(attrs)
+	facts := r.b.p.pids.factsOf(attrs)
 	if facts.pid != 0 {
 		return r.b.enrichResource(attrs, &facts, sampleCount(rp))
 	}
-	if !r.p.regroup {
-		return true
+	if r.tree == nil {
+		r.tree = &profilesTree{rps: r.rps, table: r.b.p.pids.samplePIDTable(r.dict)}
 	}
-	if !r.tableBuilt {
-		r.table = r.p.core.samplePIDTable(r.dict)
-		r.tableBuilt = true
+	if len(r.tree.table) == 0 {
+		return true // no sample names a pid
 	}
-	if len(r.table) == 0 {
-		return true
-	}
-	t := newProfilesTree(r.rps, rp, r.table)
-	deferred, all := r.b.regroupResource(attrs, t)
-	if all {
+	r.tree.reset(rp)
+	waiting, emptied := r.b.regroupResource(attrs, &facts, r.tree)
+	if emptied {
 		r.emptied.set(i)
 	}
-	return !deferred
+	return !waiting
 }
 
 func sampleCount(rp pprofile.ResourceProfiles) int {
@@ -132,167 +126,119 @@ func sampleCount(rp pprofile.ResourceProfiles) int {
 	return n
 }
 
-// samplePID is what an attribute table entry says of a pid: the pid (0 for
-// none) and the rank of its key in pid_attributes.
-type samplePID struct {
-	pid  int32
-	rank int32
-}
-
-// samplePIDTable indexes the dictionary's attribute table by pid: entry i
-// holds the pid of attribute i when its key is a pid key. Sample attributes
-// are indices into this shared table, so one pass over it replaces a key
-// lookup per sample. The result is empty when no attribute holds a pid.
-func (c *core) samplePIDTable(dict pprofile.ProfilesDictionary) []samplePID {
-	strs := dict.StringTable()
-	attrs := dict.AttributeTable()
-	var table []samplePID
-	for i := range attrs.Len() {
-		kv := attrs.At(i)
-		ki := int(kv.KeyStrindex())
-		if ki < 0 || ki >= strs.Len() {
-			continue
-		}
-		rank := slices.Index(c.pidKeys, strs.At(ki))
-		if rank < 0 {
-			continue
-		}
-		pid, ok := pidFromValue(kv.Value())
-		if !ok {
-			continue
-		}
-		if table == nil {
-			table = make([]samplePID, attrs.Len())
-		}
-		table[i] = samplePID{pid: int32(pid), rank: int32(rank)}
-	}
-	return table
-}
-
-// pidOfSample returns the pid of the sample's highest-ranked pid attribute.
-func pidOfSample(s pprofile.Sample, table []samplePID) int {
-	best := samplePID{}
-	idx := s.AttributeIndices()
-	for i := range idx.Len() {
-		a := int(idx.At(i))
-		if a < 0 || a >= len(table) {
-			continue
-		}
-		if sp := table[a]; sp.pid != 0 && (best.pid == 0 || sp.rank < best.rank) {
-			best = sp
-		}
-	}
-	return int(best.pid)
-}
-
 // profilesTree is a resource's samples for regroupResource: a leaf per
-// profile. Each process's samples move into new Profiles (same
-// profile-level fields) under new ScopeProfiles under a new
+// profile. Each process's samples move into fragments of their profiles
+// (same profile-level fields) under copies of their scopes under a new
 // ResourceProfiles in the same Profiles, so that the dictionary, and with
 // it every stack, link and attribute index, stays valid.
 type profilesTree struct {
+	table []pidPick // pidRanking.samplePIDTable
 	rps   pprofile.ResourceProfilesSlice
 	rp    pprofile.ResourceProfiles
-	table []samplePID
-	// The leaves: scope and profile index of each.
-	scopeOf, profileOf []int
-	profiles           []pprofile.Profile
-	samples            []pprofile.SampleSlice
-	// Per group: its resource, its current scope copy (for scope index
-	// curScope) and the profile copy opened last.
-	dst      []pprofile.ResourceProfiles
-	curScope []int
-	scopes   []pprofile.ScopeProfiles
-	last     []pprofile.Profile
-	groupPid []int // host pid
-	// The profiles emptied, per scope.
-	emptiedProfiles map[int]*marks
+	// The leaves, in order: each profile, its samples and its scope's
+	// index.
+	profiles []pprofile.Profile
+	samples  []pprofile.SampleSlice
+	scopeOf  []int
+	groups   []profileGroup
+	// open holds each group's samples of the leaf being moved.
+	open    []pprofile.SampleSlice
+	emptied marks // leaves
 }
 
-func newProfilesTree(rps pprofile.ResourceProfilesSlice, rp pprofile.ResourceProfiles, table []samplePID) *profilesTree {
-	t := &profilesTree{rps: rps, rp: rp, table: table}
-	sps := rp.ScopeProfiles()
-	for i := range sps.Len() {
-		ps := sps.At(i).Profiles()
-		for j := range ps.Len() {
-			t.scopeOf = append(t.scopeOf, i)
-			t.profileOf = append(t.profileOf, j)
-			prof := ps.At(j)
+// profileGroup is one process's share of the resource.
+type profileGroup struct {
+	resource pprofile.ResourceProfiles
+	hostPid  int
+	// scope is its copy of the scope of index scopeIndex (-1: none yet).
+	scope      pprofile.ScopeProfiles
+	scopeIndex int
+	// fragment is its fragment of the profile moved last.
+	fragment pprofile.Profile
+}
+
+// reset makes the tree rp's.
+func (t *profilesTree) reset(rp pprofile.ResourceProfiles) {
+	t.rp = rp
+	t.profiles, t.samples, t.scopeOf = t.profiles[:0], t.samples[:0], t.scopeOf[:0]
+	t.groups, t.open, t.emptied = t.groups[:0], t.open[:0], t.emptied[:0]
+	for si, sp := range rp.ScopeProfiles().All() {
+		for _, prof := range sp.Profiles().All() {
 			t.profiles = append(t.profiles, prof)
 			t.samples = append(t.samples, prof.Samples())
+			t.scopeOf = append(t.scopeOf, si)
 		}
 	}
-	return t
 }
 
 func (t *profilesTree) leaves() int { return len(t.profiles) }
 
-func (t *profilesTree) items(leaf int) *[]unsafe.Pointer { return itemPointers(t.samples[leaf]) }
+func (t *profilesTree) items(leaf int) int { return t.samples[leaf].Len() }
 
 func (t *profilesTree) pid(leaf, i int) int { return pidOfSample(t.samples[leaf].At(i), t.table) }
 
-func (t *profilesTree) newResource(_, pid int) pcommon.Map {
+func (t *profilesTree) newResource(pid int) pcommon.Map {
 	nrp := t.rps.AppendEmpty()
 	t.rp.Resource().CopyTo(nrp.Resource())
 	nrp.SetSchemaUrl(t.rp.SchemaUrl())
-	t.dst = append(t.dst, nrp)
-	t.curScope = append(t.curScope, -1)
-	t.scopes = append(t.scopes, pprofile.ScopeProfiles{})
-	t.last = append(t.last, pprofile.Profile{})
-	t.groupPid = append(t.groupPid, pid)
+	t.groups = append(t.groups, profileGroup{resource: nrp, hostPid: pid, scopeIndex: -1})
+	t.open = append(t.open, pprofile.SampleSlice{})
 	return nrp.Resource().Attributes()
 }
 
-func (t *profilesTree) openLeaf(g, leaf, n int) *[]unsafe.Pointer {
-	si := t.scopeOf[leaf]
-	if t.curScope[g] != si {
+func (t *profilesTree) moveLeaf(leaf int, groups []int32, counts []int) {
+	for g, n := range counts {
+		if n > 0 {
+			t.open[g] = t.openFragment(&t.groups[g], leaf, n)
+		}
+	}
+	moveItems[pprofile.Sample](t.samples[leaf], groups, t.open)
+	if t.samples[leaf].Len() == 0 {
+		// The original profile goes: its first fragment carries on its
+		// identity and original payload, which thus exist once.
+		prof, first := t.profiles[leaf], t.groups[groups[0]].fragment
+		first.SetProfileID(prof.ProfileID())
+		prof.OriginalPayload().MoveTo(first.OriginalPayload())
+		t.emptied.set(leaf)
+	}
+}
+
+// openFragment makes group g's fragment of a leaf's profile, in g's copy of
+// the profile's scope, with room for n samples, and returns its samples.
+func (t *profilesTree) openFragment(g *profileGroup, leaf, n int) pprofile.SampleSlice {
+	if si := t.scopeOf[leaf]; g.scopeIndex != si {
 		sp := t.rp.ScopeProfiles().At(si)
-		nsp := t.dst[g].ScopeProfiles().AppendEmpty()
-		sp.Scope().CopyTo(nsp.Scope())
-		nsp.SetSchemaUrl(sp.SchemaUrl())
-		t.scopes[g], t.curScope[g] = nsp, si
+		g.scope, g.scopeIndex = g.resource.ScopeProfiles().AppendEmpty(), si
+		sp.Scope().CopyTo(g.scope.Scope())
+		g.scope.SetSchemaUrl(sp.SchemaUrl())
 	}
 	prof := t.profiles[leaf]
-	np := t.scopes[g].Profiles().AppendEmpty()
-	copyProfileFields(prof, np)
-	np.SetProfileID(fragmentID(prof.ProfileID(), t.groupPid[g]))
-	np.Samples().EnsureCapacity(n)
-	t.last[g] = np
-	return itemPointers(np.Samples())
+	g.fragment = g.scope.Profiles().AppendEmpty()
+	copyProfileFields(prof, g.fragment)
+	g.fragment.SetProfileID(fragmentID(prof.ProfileID(), g.hostPid))
+	g.fragment.Samples().EnsureCapacity(n)
+	return g.fragment.Samples()
 }
 
-// emptied: the original profile disappears; its first fragment carries on
-// its identity and original payload, which thus exist once.
-func (t *profilesTree) emptied(leaf, first int) {
-	prof, frag := t.profiles[leaf], t.last[first]
-	frag.SetProfileID(prof.ProfileID())
-	prof.OriginalPayload().MoveTo(frag.OriginalPayload())
-	if t.emptiedProfiles == nil {
-		t.emptiedProfiles = map[int]*marks{}
-	}
-	m := t.emptiedProfiles[t.scopeOf[leaf]]
-	if m == nil {
-		m = &marks{}
-		t.emptiedProfiles[t.scopeOf[leaf]] = m
-	}
-	m.set(t.profileOf[leaf])
-}
-
+// prune removes the profiles emptied, and the scopes they emptied.
 func (t *profilesTree) prune() {
-	if len(t.emptiedProfiles) == 0 {
+	if len(t.emptied) == 0 {
 		return
 	}
 	sps := t.rp.ScopeProfiles()
 	var emptiedScopes marks
-	for si, m := range t.emptiedProfiles {
-		ps := sps.At(si).Profiles()
-		ps.RemoveIf(removeMarked[pprofile.Profile](*m))
-		if ps.Len() == 0 {
+	leaf := 0
+	for si, sp := range sps.All() {
+		ps := sp.Profiles()
+		n := ps.Len()
+		ps.RemoveIf(removeMarked[pprofile.Profile](t.emptied, leaf))
+		leaf += n
+		if n > 0 && ps.Len() == 0 {
 			emptiedScopes.set(si)
 		}
 	}
 	if len(emptiedScopes) > 0 {
-		sps.RemoveIf(removeMarked[pprofile.ScopeProfiles](emptiedScopes))
+		sps.RemoveIf(removeMarked[pprofile.ScopeProfiles](emptiedScopes, 0))
 	}
 }
 

@@ -1,48 +1,39 @@
 package processctxprocessor
 
 import (
-	"unsafe"
+	"slices"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 )
 
 // itemTree is one resource's items — log records, or profile samples — in
 // their containers, as regrouping sees them: a sequence of leaves (a
-// scope's records; a profile's samples), each a slice of item pointers.
-// logsTree and profilesTree implement it; regroupResource is the one
-// algorithm over both.
+// scope's records; a profile's samples). logsTree and profilesTree
+// implement it; regroupResource is the one algorithm over both.
 type itemTree interface {
 	leaves() int
-	// items returns the item pointers of a leaf (see itemPointers).
-	items(leaf int) *[]unsafe.Pointer
+	// items returns the number of items of a leaf.
+	items(leaf int) int
 	// pid returns the pid of item i of a leaf, 0 when it names none.
 	pid(leaf, i int) int
-	// newResource appends group g's resource (a copy of the original's) to
-	// the signal's resources and returns its attributes; pid is the group's
-	// host pid.
-	newResource(g, pid int) pcommon.Map
-	// openLeaf creates group g's copy of a leaf's containers under g's
-	// resource and returns its item pointers, with room for n items.
-	openLeaf(g, leaf, n int) *[]unsafe.Pointer
-	// emptied: every item of the leaf moved; first is the group that got
-	// the first of them.
-	emptied(leaf, first int)
-	// prune removes the containers emptied, leaf by leaf.
+	// newResource appends the next group's resource (a copy of the
+	// original's) to the signal's resources and returns its attributes; pid
+	// is the group's host pid.
+	newResource(pid int) pcommon.Map
+	// moveLeaf moves item i of a leaf to group groups[i] (-1: it stays),
+	// into copies of its containers under the group's resource, made with
+	// room for counts[g] items.
+	moveLeaf(leaf int, groups []int32, counts []int)
+	// prune removes the containers regrouping emptied.
 	prune()
 }
 
 // regroupScratch is the memory regrouping reuses from resource to
 // resource within a batch.
 type regroupScratch struct {
-	decisions []int32 // group of each item, in order; -1: stays
-	groups    []group
-	counts    []int // items of each group in the current leaf
-	dst       []*[]unsafe.Pointer
-}
-
-// group is one process's share of a resource being regrouped.
-type group struct {
-	r resolved
+	groups []int32    // group of each item, in order; -1: it stays
+	procs  []resolved // the process of each group
+	counts []int      // items of each group in the current leaf
 }
 
 // regroupResource looks at the pids of the items of a resource without a
@@ -50,126 +41,131 @@ type group struct {
 // enriched in place; otherwise each process's items move to a resource of
 // their own (the original resource's attributes plus the context), in
 // copies of their containers, and items without a context stay. It
-// returns deferred when a pid is being read (nothing was changed or
-// counted), and whether the resource lost every item (the caller removes
-// it).
-func (b *batch) regroupResource(attrs pcommon.Map, t itemTree) (deferred, emptied bool) {
+// returns waiting when a pid is being read (nothing was changed or
+// counted), and emptied when the resource lost every item (the caller
+// removes it).
+func (b *batch) regroupResource(attrs pcommon.Map, facts *resourceFacts, t itemTree) (waiting, emptied bool) {
 	s := &b.regroup
-	s.decisions, s.groups = s.decisions[:0], s.groups[:0]
-	facts := b.c.factsOf(attrs)
-	b.resetMemo()
-	var counts [numOutcomes]int64
-	moved, pending := 0, false
-	for leaf := range t.leaves() {
-		n := len(*t.items(leaf))
-		for i := range n {
-			g := int32(-1)
-			if pid := t.pid(leaf, i); pid != 0 {
-				r := b.resolveMemo(&facts, pid)
-				switch {
-				case r.outcome == outcomePending:
-					pending = true
-				case r.p != nil:
-					if r.group < 0 {
-						r.group = b.groupOf(r)
-					}
-					g = r.group
-					moved++
-				}
-				if r.outcome != outcomePending {
-					counts[r.outcome]++
-				}
-			}
-			s.decisions = append(s.decisions, g)
+	b.groupItems(facts, t)
+	moved := 0
+	for _, r := range b.memo.resolved {
+		if b.waiting(r.outcome) {
+			return true, false
+		}
+		if r.e != nil {
+			moved += r.items
 		}
 	}
-	if pending {
-		return true, false
-	}
-	for o, n := range counts {
-		b.count[o] += n
+	for _, r := range b.memo.resolved {
+		b.count(r.outcome, r.items)
 	}
 	switch {
 	case moved == 0:
 		return false, false
-	case len(s.groups) == 1 && moved == len(s.decisions):
+	case len(s.procs) == 1 && moved == len(s.groups):
 		// Every item is of one process: enrich in place.
-		b.enrichGroup(attrs, &s.groups[0])
+		b.enrichGroup(attrs, &s.procs[0])
 		return false, false
 	}
 	b.split(t)
-	return false, moved == len(s.decisions)
+	return false, moved == len(s.groups)
 }
 
-// groupOf returns the group of a resolved pid's items: groups are keyed by
-// host pid (a container pid and the host pid of one process are one group).
-func (b *batch) groupOf(r *resolved) int32 {
+// groupItems resolves the pid of every item and notes its group: one per
+// process with a context, keyed by host pid (a container pid and the host
+// pid of one process are one group).
+func (b *batch) groupItems(facts *resourceFacts, t itemTree) {
 	s := &b.regroup
-	for i := range s.groups {
-		if s.groups[i].r.host == r.host {
-			return int32(i)
+	s.groups, s.procs = s.groups[:0], s.procs[:0]
+	b.memo.reset()
+	for leaf := range t.leaves() {
+		for i := range t.items(leaf) {
+			g := int32(-1)
+			if pid := t.pid(leaf, i); pid != 0 {
+				g = b.groupOf(b.resolveMemo(facts, pid))
+			}
+			s.groups = append(s.groups, g)
 		}
 	}
-	s.groups = append(s.groups, group{r: *r})
-	return int32(len(s.groups) - 1)
+}
+
+// groupOf counts an item of a resolved pid and returns its group, -1 for
+// none.
+func (b *batch) groupOf(r *resolved) int32 {
+	r.items++
+	if r.e == nil || r.group >= 0 {
+		return r.group
+	}
+	s := &b.regroup
+	i := slices.IndexFunc(s.procs, func(p resolved) bool { return p.host == r.host })
+	if i < 0 {
+		i = len(s.procs)
+		s.procs = append(s.procs, *r)
+	}
+	r.group = int32(i)
+	return r.group
 }
 
 // enrichGroup enriches the resource of one process's group.
-func (b *batch) enrichGroup(attrs pcommon.Map, g *group) {
-	b.c.enrich(attrs, g.r.e, false)
-	stampPids(attrs, g.r.e, g.r.host, g.r.host)
+func (b *batch) enrichGroup(attrs pcommon.Map, r *resolved) {
+	b.p.enrich(attrs, r.e, false)
+	stampPids(attrs, r.e, r.host, r.host)
 }
 
 // split moves each group's items into its own resource.
 func (b *batch) split(t itemTree) {
 	s := &b.regroup
-	for g := range s.groups {
-		b.enrichGroup(t.newResource(g, s.groups[g].r.host), &s.groups[g])
+	for g := range s.procs {
+		b.enrichGroup(t.newResource(s.procs[g].host), &s.procs[g])
 	}
-	s.counts = append(s.counts[:0], make([]int, len(s.groups))...)
-	s.dst = append(s.dst[:0], make([]*[]unsafe.Pointer, len(s.groups))...)
-	k := 0
+	s.counts = slices.Grow(s.counts[:0], len(s.procs))[:len(s.procs)]
+	next := 0
 	for leaf := range t.leaves() {
-		items := t.items(leaf)
-		decisions := s.decisions[k : k+len(*items)]
-		k += len(*items)
-		some := false
-		for _, g := range decisions {
+		groups := s.groups[next : next+t.items(leaf)]
+		next += len(groups)
+		clear(s.counts)
+		for _, g := range groups {
 			if g >= 0 {
 				s.counts[g]++
-				some = true
 			}
 		}
-		if !some {
-			continue
-		}
-		for g, n := range s.counts {
-			if n > 0 {
-				s.dst[g] = t.openLeaf(g, leaf, n)
-				s.counts[g] = 0
-			}
-		}
-		kept, first := 0, -1
-		for i, g := range decisions {
-			p := (*items)[i]
-			if g < 0 {
-				(*items)[kept] = p
-				kept++
-				continue
-			}
-			if first < 0 {
-				first = int(g)
-			}
-			*s.dst[g] = append(*s.dst[g], p)
-		}
-		clear((*items)[kept:])
-		*items = (*items)[:kept]
-		if kept == 0 {
-			t.emptied(leaf, first)
+		if slices.ContainsFunc(s.counts, func(n int) bool { return n > 0 }) {
+			t.moveLeaf(leaf, groups, s.counts)
 		}
 	}
-	clear(s.dst)
 	t.prune()
+}
+
+// itemSlice is a pdata slice of items (plog.LogRecordSlice,
+// pprofile.SampleSlice) of element type E.
+type itemSlice[E any, S any] interface {
+	At(i int) E
+	AppendEmpty() E
+	RemoveIf(f func(E) bool)
+	MoveAndAppendTo(dest S)
+}
+
+// moveItems moves item i of src to the end of dst[groups[i]] for every
+// item with a group (>= 0), through pdata's API: each moved item is a new
+// element (MoveTo(AppendEmpty()): make dst's room first), and src keeps
+// the others in their order. A leaf all of whose items go to one group
+// moves at once.
+func moveItems[E interface{ MoveTo(E) }, S itemSlice[E, S]](src S, groups []int32, dst []S) {
+	if g := groups[0]; g >= 0 && !slices.ContainsFunc(groups, func(h int32) bool { return h != g }) {
+		src.MoveAndAppendTo(dst[g])
+		return
+	}
+	for i, g := range groups {
+		if g >= 0 {
+			src.At(i).MoveTo(dst[g].AppendEmpty())
+		}
+	}
+	i := 0
+	src.RemoveIf(func(E) bool {
+		moved := groups[i] >= 0
+		i++
+		return moved
+	})
 }
 
 // marks flags containers (by index in their slice) emptied by regrouping.
@@ -182,10 +178,11 @@ func (m *marks) set(i int) {
 	(*m)[i] = true
 }
 
-// removeMarked returns a RemoveIf predicate removing the marked elements:
-// RemoveIf calls it once per element, in order.
-func removeMarked[T any](m marks) func(T) bool {
-	i := 0
+// removeMarked returns a RemoveIf predicate removing the marked elements,
+// the first element being the first-th of m: RemoveIf calls it once per
+// element, in order.
+func removeMarked[T any](m marks, first int) func(T) bool {
+	i := first
 	return func(T) bool {
 		r := i < len(m) && m[i]
 		i++

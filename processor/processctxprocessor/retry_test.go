@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
-	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/consumer/consumererror"
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -18,9 +17,11 @@ import (
 	"go.opentelemetry.io/collector/pdata/pprofile"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/processor"
+	"go.opentelemetry.io/collector/processor/processortest"
 	"go.opentelemetry.io/collector/processor/xprocessor"
 
 	"github.com/processctx/otelcol-processctx/internal/tracker/trackertest"
+	"github.com/processctx/otelcol-processctx/processor/processctxprocessor/internal/metadata"
 )
 
 // flakyNext is a next consumer of every signal that returns errs[i] on its
@@ -84,40 +85,32 @@ type pipelines struct {
 	profiles xprocessor.Profiles
 }
 
-// newPipelines creates the processors of every signal in front of next, on
-// core c when not nil (started: the factory holds an extra reference, so
-// that they never stop it), else on a core of their own that is never
-// started (data passes through: the tracker is unavailable).
-func newPipelines(t *testing.T, c *core, next *flakyNext) *pipelines {
+// newPipelines creates the processors of every signal in front of next,
+// started with host when it is not nil, else never started (data passes
+// through: the tracker is unavailable).
+func newPipelines(t *testing.T, host component.Host, cfg *Config, next *flakyNext) *pipelines {
 	t.Helper()
-	f := newFactory()
-	set := processortestSettings()
-	cfg := testConfig()
-	if c != nil {
-		f.cores[set.ID] = &sharedCore{core: c, refs: 1}
-		cfg = c.cfg
-	}
-	xf := f.xFactory()
+	f := NewFactory()
+	set := processortest.NewNopSettings(metadata.Type)
 	ctx := context.Background()
 	var p pipelines
 	var err error
-	p.logs, err = xf.CreateLogs(ctx, set, cfg, next)
+	p.logs, err = f.CreateLogs(ctx, set, cfg, next)
 	require.NoError(t, err)
-	p.metrics, err = xf.CreateMetrics(ctx, set, cfg, next)
+	p.metrics, err = f.CreateMetrics(ctx, set, cfg, next)
 	require.NoError(t, err)
-	p.traces, err = xf.CreateTraces(ctx, set, cfg, next)
+	p.traces, err = f.CreateTraces(ctx, set, cfg, next)
 	require.NoError(t, err)
-	p.profiles, err = xf.CreateProfiles(ctx, set, cfg, next)
+	p.profiles, err = f.CreateProfiles(ctx, set, cfg, next)
 	require.NoError(t, err)
-	comps := []component.Component{p.logs, p.metrics, p.traces, p.profiles}
-	if c != nil {
-		for _, comp := range comps {
-			require.NoError(t, comp.Start(ctx, componenttest.NewNopHost()))
-		}
+	comps := []any{p.logs, p.metrics, p.traces, p.profiles}
+	if host != nil {
+		startAll(t, host, comps...)
+		return &p
 	}
 	t.Cleanup(func() {
 		for _, comp := range comps {
-			assert.NoError(t, comp.Shutdown(ctx))
+			assert.NoError(t, comp.(component.Component).Shutdown(ctx))
 		}
 	})
 	return &p
@@ -219,10 +212,10 @@ func signalErrors(sentinel error, data any) map[string]error {
 // took: enriched, regrouped, waiting for a lookup, or passed through.
 func TestNextConsumerErrorsUnchanged(t *testing.T) {
 	host := retryHost()
-	h := newFakeHarness(t, fakeConfig(), host)
+	h := newFakeHarness(t, testConfig(), fakeTrackerConfig(), host)
 	next := &flakyNext{}
-	started := newPipelines(t, h.core, next)
-	stopped := newPipelines(t, nil, next)
+	started := newPipelines(t, h.extHost, testConfig(), next)
+	stopped := newPipelines(t, nil, testConfig(), next)
 	// Each call of a "new pid" path names a pid the tracker has not seen:
 	// the batch waits for its read.
 	newPid := 100
@@ -450,7 +443,6 @@ func retryCases() []retryCase {
 // retry, a receiver's). Every attempt must hand on what a single pass over
 // a fresh copy hands on: nothing added twice, moved twice or grown.
 func TestRetriedBatchEnrichedOnce(t *testing.T) {
-	const attempts = 3
 	for _, cfgCase := range []struct {
 		name string
 		key  string // where the layouts put their pids
@@ -468,59 +460,60 @@ func TestRetriedBatchEnrichedOnce(t *testing.T) {
 		{"other pid key, marshaled in place", "pid", func(c *Config) { c.PIDAttributes = []string{"pid"} }, true},
 	} {
 		t.Run(cfgCase.name, func(t *testing.T) {
-			cfg := fakeConfig()
+			cfg := testConfig()
 			cfgCase.edit(cfg)
-			h := newFakeHarness(t, cfg, retryHost())
+			h := newFakeHarness(t, cfg, fakeTrackerConfig(), retryHost())
 			next := &flakyNext{inPlace: cfgCase.inPlace}
-			p := newPipelines(t, h.core, next)
-			refused := errors.New("refused")
+			p := newPipelines(t, h.extHost, cfg, next)
 			for _, tc := range retryCases() {
-				t.Run(tc.name, func(t *testing.T) {
-					// One pass over a fresh copy.
-					next.errs, next.got, next.dicts = nil, nil, nil
-					in := tc.build(cfgCase.key)
-					inJSON := marshalJSON(t, in)
-					require.NoError(t, p.consume(tc.build(cfgCase.key)))
-					require.Len(t, next.got, 1)
-					want, wantDicts := next.got[0], next.dicts
-					switch {
-					case tc.untouched:
-						assert.JSONEq(t, inJSON, want, "passes through untouched")
-					case tc.enriched && cfgCase.key == hostPidKey:
-						assert.NotEqual(t, inJSON, want, "enriched")
-					}
-
-					// The same object, refused until the last attempt.
-					next.errs, next.got, next.dicts = make([]error, attempts-1), nil, nil
-					for i := range attempts - 1 {
-						next.errs[i] = refused
-					}
-					for i := range attempts {
-						err := p.consume(in)
-						if i < attempts-1 {
-							require.ErrorIs(t, err, refused, "attempt %d", i+1)
-						} else {
-							require.NoError(t, err, "attempt %d", i+1)
-						}
-					}
-					require.Len(t, next.got, attempts)
-					for i, got := range next.got {
-						assert.JSONEq(t, want, got, "attempt %d", i+1)
-					}
-					assert.JSONEq(t, want, marshalJSON(t, in), "the caller's object after the last attempt")
-					// The dictionary does not grow from attempt to attempt. A
-					// next consumer that marshals in place adds the resource
-					// attributes' strings once, on the first attempt.
-					for i, d := range next.dicts {
-						want := wantDicts[0]
-						if next.inPlace && i > 0 {
-							want = next.dicts[1]
-						}
-						assert.Equal(t, want, d, "attempt %d: attribute and string table lengths", i+1)
-					}
-				})
+				t.Run(tc.name, func(t *testing.T) { checkRetries(t, p, next, tc, cfgCase.key) })
 			}
 		})
+	}
+}
+
+// checkRetries hands the pipelines a fresh copy of tc's telemetry once,
+// then one object refused until its last attempt, and checks that every
+// attempt hands on what the single pass did.
+func checkRetries(t *testing.T, p *pipelines, next *flakyNext, tc retryCase, key string) {
+	t.Helper()
+	const attempts = 3
+	next.errs, next.got, next.dicts = nil, nil, nil
+	in := tc.build(key)
+	inJSON := marshalJSON(t, in)
+	require.NoError(t, p.consume(tc.build(key)))
+	require.Len(t, next.got, 1)
+	want, wantDicts := next.got[0], next.dicts
+	switch {
+	case tc.untouched:
+		assert.JSONEq(t, inJSON, want, "passes through untouched")
+	case tc.enriched && key == hostPidKey:
+		assert.NotEqual(t, inJSON, want, "enriched")
+	}
+
+	refused := errors.New("refused")
+	next.errs, next.got, next.dicts = make([]error, attempts-1), nil, nil
+	for i := range attempts - 1 {
+		next.errs[i] = refused
+	}
+	for i := range attempts - 1 {
+		require.ErrorIs(t, p.consume(in), refused, "attempt %d", i+1)
+	}
+	require.NoError(t, p.consume(in), "the last attempt")
+	require.Len(t, next.got, attempts)
+	for i, got := range next.got {
+		assert.JSONEq(t, want, got, "attempt %d", i+1)
+	}
+	assert.JSONEq(t, want, marshalJSON(t, in), "the caller's object after the last attempt")
+	// The dictionary does not grow from attempt to attempt. A next consumer
+	// that marshals in place adds the resource attributes' strings once, on
+	// the first attempt.
+	for i, d := range next.dicts {
+		want := wantDicts[0]
+		if next.inPlace && i > 0 {
+			want = next.dicts[1]
+		}
+		assert.Equal(t, want, d, "attempt %d: attribute and string table lengths", i+1)
 	}
 }
 
@@ -529,7 +522,7 @@ func TestRetriedBatchEnrichedOnce(t *testing.T) {
 // to mutable profiles) are read like any others: the pid is found, and each
 // key is on the resource once.
 func TestProfilesMarshaledInPlaceAreEnriched(t *testing.T) {
-	h := newFakeHarness(t, fakeConfig(), retryHost())
+	h := newFakeHarness(t, testConfig(), fakeTrackerConfig(), retryHost())
 	for _, tt := range []struct {
 		name  string
 		build func() pprofile.Profiles

@@ -1,7 +1,6 @@
 package processctxprocessor
 
 import (
-	"context"
 	"strconv"
 	"testing"
 
@@ -10,9 +9,12 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/collector/processor/processortest"
 
 	"github.com/processctx/otelcol-processctx/internal/pubtest"
+	"github.com/processctx/otelcol-processctx/internal/tracker"
 	"github.com/processctx/otelcol-processctx/internal/tracker/trackertest"
+	"github.com/processctx/otelcol-processctx/processor/processctxprocessor/internal/metadata"
 )
 
 // hostmetricsLike builds what the hostmetrics process scraper emits: one
@@ -177,7 +179,8 @@ func TestPassThrough(t *testing.T) {
 		{"signed string", "+1"},
 		{"zero", 0},
 		{"negative", -5},
-		{"huge", maxPID + 1},
+		{"at the pid limit", tracker.MaxPID},
+		{"huge", tracker.MaxPID + 1},
 		{"huge string", "99999999999999999999"},
 		{"empty string", ""},
 		{"no pid", nil},
@@ -216,17 +219,26 @@ func TestPassThrough(t *testing.T) {
 	}
 }
 
+// Before start and after shutdown, data passes through.
 func TestNotStartedPassesThrough(t *testing.T) {
-	f := newFactory()
-	c, release := f.acquire(processortestSettings(), testConfig())
-	defer func() { require.NoError(t, release(t.Context())) }()
-	p, err := newInstance(c, processortestSettings(), "logs", func(context.Context) error { return nil })
+	host := trackertest.NewHost()
+	host.Add(10)
+	host.Publish(10, "cart")
+	h := newFakeHarness(t, testConfig(), fakeTrackerConfig(), host)
+	p, err := newInstance(processortest.NewNopSettings(metadata.Type), testConfig(), signalLogs)
 	require.NoError(t, err)
-	ld := plog.NewLogs()
-	ld.ResourceLogs().AppendEmpty().Resource().Attributes().PutInt("process.pid", 1)
+	assert.Equal(t, []string{""}, serviceNames(processLogs(t, p, resourceLogs(10))), "not started")
+	require.NoError(t, p.start(t.Context(), h.extHost))
+	assert.Equal(t, []string{"cart"}, serviceNames(processLogs(t, p, resourceLogs(10))), "started")
+	require.NoError(t, p.shutdown(t.Context()))
+	assert.Equal(t, []string{""}, serviceNames(processLogs(t, p, resourceLogs(10))), "shut down")
+}
+
+func processLogs(t *testing.T, p *instance, ld plog.Logs) plog.Logs {
+	t.Helper()
 	out, err := p.processLogs(t.Context(), ld)
 	require.NoError(t, err)
-	assert.Equal(t, 1, out.ResourceLogs().At(0).Resource().Attributes().Len())
+	return out
 }
 
 func tracesWithPid(pid int) ptrace.Traces {
@@ -255,9 +267,9 @@ func TestPodUID(t *testing.T) {
 			host := trackertest.NewHost()
 			host.Add(60).PodUID = uid
 			host.Publish(60, "in-a-pod")
-			cfg := fakeConfig()
+			cfg := testConfig()
 			cfg.Include, cfg.Exclude = tt.include, tt.exclude
-			h := newFakeHarness(t, cfg, host)
+			h := newFakeHarness(t, cfg, fakeTrackerConfig(), host)
 			out := h.consumeLogs(resourceLogs(60))
 			got := out.ResourceLogs().At(0).Resource().Attributes().AsRaw()
 			assert.Equal(t, "in-a-pod", got["service.name"])

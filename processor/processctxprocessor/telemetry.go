@@ -10,18 +10,28 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
+	"github.com/processctx/otelcol-processctx/internal/tracker"
 	"github.com/processctx/otelcol-processctx/processor/processctxprocessor/internal/metadata"
 )
 
-// telemetry counts the items of one processor instance (one signal) by
-// outcome. The counters are asynchronous: a batch adds to atomic counts,
-// which the meter reads when it collects, so that the hot path costs a few
-// atomic adds instead of a measurement per counter and batch.
+// Values of the telemetry's signal attribute (metadata.yaml lists them).
+const (
+	signalLogs     = "logs"
+	signalMetrics  = "metrics"
+	signalTraces   = "traces"
+	signalProfiles = "profiles"
+)
+
+// telemetry counts the items of one processor instance (one signal). The
+// counters are asynchronous: a batch adds to atomic counts, which the meter
+// reads when it collects, so that the hot path costs a few atomic adds
+// instead of a measurement per counter and batch.
 type telemetry struct {
 	builder *metadata.TelemetryBuilder
-	counts  [numOutcomes]atomic.Int64
+	counts  [numCounts]atomic.Int64
 	signal  metric.ObserveOption
-	kinds   [numOutcomes]metric.ObserveOption // for the errors counter
+	// kinds are the errors counter's attributes, by count.
+	kinds [numCounts]metric.ObserveOption
 }
 
 func newTelemetry(set component.TelemetrySettings, signal string) (*telemetry, error) {
@@ -31,20 +41,16 @@ func newTelemetry(set component.TelemetrySettings, signal string) (*telemetry, e
 	}
 	signalAttr := attribute.String("signal", signal)
 	t := &telemetry{builder: tb, signal: metric.WithAttributeSet(attribute.NewSet(signalAttr))}
-	for o := outcomePermissionDenied; o < numOutcomes; o++ {
-		t.kinds[o] = metric.WithAttributeSet(attribute.NewSet(signalAttr, attribute.String("kind", o.kind())))
+	for i := range numCounts {
+		if isErrorCount(i) {
+			t.kinds[i] = metric.WithAttributeSet(attribute.NewSet(signalAttr, attribute.String("kind", countName(i))))
+		}
 	}
 	err = errors.Join(
-		tb.RegisterProcessorProcessContextEnrichedCallback(t.observe(outcomeEnriched)),
-		tb.RegisterProcessorProcessContextNoContextCallback(t.observe(outcomeNoContext)),
-		tb.RegisterProcessorProcessContextErrorsCallback(func(_ context.Context, obs metric.Int64Observer) error {
-			for o := outcomePermissionDenied; o < numOutcomes; o++ {
-				if n := t.counts[o].Load(); n > 0 {
-					obs.Observe(n, t.kinds[o])
-				}
-			}
-			return nil
-		}),
+		tb.RegisterProcessorProcessContextEnrichedCallback(t.observe(int(tracker.OutcomeOK))),
+		// A process that exited while it was read published nothing since.
+		tb.RegisterProcessorProcessContextNoContextCallback(t.observe(int(tracker.OutcomeNoContext), int(tracker.OutcomeGone))),
+		tb.RegisterProcessorProcessContextErrorsCallback(t.observeErrors),
 	)
 	if err != nil {
 		tb.Shutdown()
@@ -53,20 +59,34 @@ func newTelemetry(set component.TelemetrySettings, signal string) (*telemetry, e
 	return t, nil
 }
 
-func (t *telemetry) observe(o outcome) metric.Int64Callback {
+// observe returns the callback of a counter of the sum of counts.
+func (t *telemetry) observe(counts ...int) metric.Int64Callback {
 	return func(_ context.Context, obs metric.Int64Observer) error {
-		if n := t.counts[o].Load(); n > 0 {
+		var n int64
+		for _, i := range counts {
+			n += t.counts[i].Load()
+		}
+		if n > 0 {
 			obs.Observe(n, t.signal)
 		}
 		return nil
 	}
 }
 
+func (t *telemetry) observeErrors(_ context.Context, obs metric.Int64Observer) error {
+	for i := range numCounts {
+		if n := t.counts[i].Load(); n > 0 && t.kinds[i] != nil {
+			obs.Observe(n, t.kinds[i])
+		}
+	}
+	return nil
+}
+
 // add counts a batch's items.
-func (t *telemetry) add(counts *[numOutcomes]int64) {
-	for o, n := range counts {
+func (t *telemetry) add(counts *itemCounts) {
+	for i, n := range counts {
 		if n > 0 {
-			t.counts[o].Add(n)
+			t.counts[i].Add(n)
 		}
 	}
 }

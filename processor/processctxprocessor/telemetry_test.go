@@ -66,7 +66,8 @@ func TestTelemetry(t *testing.T) {
 		counter(t, h, "otelcol_processor_process_context_errors"))
 }
 
-// The kind and signal attributes' values in metadata.yaml are the code's.
+// The kind and signal attributes' values in metadata.yaml are the code's:
+// the kinds are the names of the error counts, in order.
 func TestAttributeEnums(t *testing.T) {
 	data, err := os.ReadFile("metadata.yaml")
 	require.NoError(t, err)
@@ -74,23 +75,33 @@ func TestAttributeEnums(t *testing.T) {
 		Attributes map[string]struct{ Enum []string } `yaml:"attributes"`
 	}
 	require.NoError(t, yaml.Unmarshal(data, &md))
-	assert.Equal(t, kinds[outcomePermissionDenied:], md.Attributes["kind"].Enum)
+	var kinds []string
+	for i := range numCounts {
+		if isErrorCount(i) {
+			kinds = append(kinds, countName(i))
+		}
+	}
+	assert.Equal(t, kinds, md.Attributes["kind"].Enum)
 	assert.Equal(t, []string{signalLogs, signalMetrics, signalTraces, signalProfiles}, md.Attributes["signal"].Enum)
 }
 
-func TestOutcomeOfLookup(t *testing.T) {
-	for in, want := range map[tracker.Outcome]outcome{
-		tracker.OutcomeOK:               outcomeEnriched,
-		tracker.OutcomeNoContext:        outcomeNoContext,
-		tracker.OutcomeGone:             outcomeNoContext,
-		tracker.OutcomePermissionDenied: outcomePermissionDenied,
-		tracker.OutcomeInvalid:          outcomeInvalid,
-		tracker.OutcomeTooLarge:         outcomeTooLarge,
-		tracker.OutcomeTorn:             outcomeTorn,
-		tracker.OutcomeStalled:          outcomeStalled,
-		tracker.OutcomeUnknown:          outcomePending,
-		tracker.OutcomeError:            outcomeOther,
-	} {
-		assert.Equal(t, want, outcomeOfLookup(in), in.String())
+// Every tracker outcome a lookup gives is counted by one metric: ok by
+// enriched, no_context and gone by no_context, every failure by errors
+// under its own name.
+func TestCountNames(t *testing.T) {
+	want := map[string]bool{
+		"ok": false, "unchanged": false, "no_context": false, "gone": false,
+		"permission_denied": true, "invalid": true, "too_large": true, "torn": true, "stalled": true, "error": true,
 	}
+	for _, o := range tracker.Outcomes {
+		isError, ok := want[o.String()]
+		require.True(t, ok, o.String())
+		assert.Equal(t, isError, isErrorCount(int(o)), o.String())
+		assert.Equal(t, o.String(), countName(int(o)))
+	}
+	assert.Equal(t, "identity_mismatch", countName(identityMismatch))
+	assert.Equal(t, "timeout", countName(timedOut))
+	assert.True(t, isErrorCount(identityMismatch))
+	assert.True(t, isErrorCount(timedOut))
+	assert.False(t, isErrorCount(numCounts))
 }

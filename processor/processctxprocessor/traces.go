@@ -9,11 +9,11 @@ import (
 
 // processTraces enriches resources that carry a pid.
 func (p *instance) processTraces(ctx context.Context, td ptrace.Traces) (ptrace.Traces, error) {
-	b := p.core.newBatch(&p.batches)
+	b := p.newBatch()
 	if b == nil {
 		return td, nil
 	}
-	defer b.finish(p.tel, &p.batches)
+	defer b.finish()
 	rss := td.ResourceSpans()
 	b.enrichResources(ctx, rss.Len(), func(i int) (pcommon.Map, int) {
 		rs := rss.At(i)

@@ -3,15 +3,10 @@ package processctxreceiver
 import (
 	"errors"
 	"fmt"
-	"path/filepath"
 	"time"
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/config/configretry"
-
-	"github.com/processctx/otelcol-processctx/internal/otep"
-	"github.com/processctx/otelcol-processctx/internal/tracker"
-	"github.com/processctx/otelcol-processctx/receiver/processctxreceiver/internal/metadata"
 )
 
 // Entity event formats.
@@ -28,23 +23,16 @@ const (
 	FormatSpec = "spec"
 )
 
-// Config is the receiver's configuration.
+// Config is the receiver's configuration. How and when the host is read
+// is the process_context extension's (its tracker's) configuration.
 type Config struct {
-	// ScanSettings schedule the receiver's own tracker; with a tracker
-	// extension, the extension's apply.
-	tracker.ScanSettings `mapstructure:",squash"`
+	// Tracker names the process_context extension whose tracker to use;
+	// when unset, the only one the collector has.
+	Tracker *component.ID `mapstructure:"tracker"`
 	// ReportInterval is how often every live entity is reported again.
 	ReportInterval time.Duration `mapstructure:"report_interval"`
 	// EntityEventFormat is FormatLibrary, FormatLegacy or FormatSpec.
 	EntityEventFormat string `mapstructure:"entity_event_format"`
-	// RootPath is where the host's filesystem is mounted: "/" on the host,
-	// e.g. "/hostfs" in a container with the host's procfs at /hostfs/proc.
-	RootPath string `mapstructure:"root_path"`
-	// MaxPayloadSize caps the payload a publisher may declare.
-	MaxPayloadSize uint32 `mapstructure:"max_payload_size"`
-	// Tracker names the process_context extension whose tracker to use;
-	// when unset, the only one the collector has, else the receiver's own.
-	Tracker *component.ID `mapstructure:"tracker"`
 	// Include, when it has names, limits the entity events to the processes
 	// whose executable matches.
 	Include MatchConfig `mapstructure:"include"`
@@ -74,10 +62,7 @@ func defaultRetry() configretry.BackOffConfig {
 
 func createDefaultConfig() *Config {
 	return &Config{
-		ScanSettings:   tracker.DefaultScanSettings(),
 		ReportInterval: 5 * time.Minute,
-		RootPath:       "/",
-		MaxPayloadSize: otep.DefaultLimits().MaxPayloadSize,
 		RetryOnFailure: defaultRetry(),
 		QueueSize:      10000,
 	}
@@ -85,7 +70,7 @@ func createDefaultConfig() *Config {
 
 // Validate implements confmap.Validator.
 func (c *Config) Validate() error {
-	// confmap validates the embedded ScanSettings and RetryOnFailure.
+	// confmap validates RetryOnFailure.
 	var errs []error
 	if c.ReportInterval <= 0 {
 		errs = append(errs, fmt.Errorf("report_interval must be positive, got %s", c.ReportInterval))
@@ -98,26 +83,6 @@ func (c *Config) Validate() error {
 	default:
 		errs = append(errs, fmt.Errorf("entity_event_format must be unset, %q or %q, got %q", FormatLegacy, FormatSpec, c.EntityEventFormat))
 	}
-	if c.RootPath == "" || !filepath.IsAbs(c.RootPath) {
-		errs = append(errs, fmt.Errorf("root_path must be an absolute path, got %q", c.RootPath))
-	}
-	limits := c.limits()
-	if err := limits.Validate(); err != nil {
-		errs = append(errs, fmt.Errorf("max_payload_size: %w", err))
-	}
-	disallowGlob := metadata.ReceiverProcesscontextDisallowExecutablesGlobFeatureGate.IsEnabled()
-	errs = append(errs, c.Include.validate("include", disallowGlob), c.Exclude.validate("exclude", disallowGlob))
+	errs = append(errs, c.Include.validate("include"), c.Exclude.validate("exclude"))
 	return errors.Join(errs...)
-}
-
-func (c *Config) limits() otep.Limits {
-	return otep.DefaultLimits().WithMaxPayloadSize(c.MaxPayloadSize)
-}
-
-// trackerConfig is the schedule of the receiver's tracker.
-func (c *Config) trackerConfig() tracker.Config {
-	tc := tracker.DefaultConfig()
-	c.Apply(&tc)
-	tc.ReportInterval = c.ReportInterval
-	return tc
 }

@@ -6,10 +6,11 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/receiver/receivertest"
 
+	"github.com/processctx/otelcol-processctx/internal/sharedtracker/sharedtrackertest"
+	"github.com/processctx/otelcol-processctx/internal/tracker"
 	"github.com/processctx/otelcol-processctx/receiver/processctxreceiver/internal/metadata"
 )
 
@@ -22,6 +23,6 @@ func TestFactory(t *testing.T) {
 
 	rcv, err := f.CreateLogs(context.Background(), receivertest.NewNopSettings(metadata.Type), cfg, consumertest.NewNop())
 	require.NoError(t, err)
-	require.NoError(t, rcv.Start(context.Background(), componenttest.NewNopHost()))
+	require.NoError(t, rcv.Start(context.Background(), sharedtrackertest.Host(startTracker(t, tracker.DefaultConfig()))))
 	require.NoError(t, rcv.Shutdown(context.Background()))
 }

@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/receiver/receivertest"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/processctx/otelcol-processctx/internal/otep"
 	"github.com/processctx/otelcol-processctx/internal/pubtest"
+	"github.com/processctx/otelcol-processctx/internal/sharedtracker/sharedtrackertest"
 	"github.com/processctx/otelcol-processctx/internal/tracker"
 	"github.com/processctx/otelcol-processctx/receiver/processctxreceiver/internal/metadata"
 )
@@ -94,10 +94,12 @@ func (a *arrivals) wait(k arrival, timeout time.Duration) (time.Time, bool) {
 
 // startBenchReceiver starts a receiver with the default settings but for
 // discovery, feeding a.
-func startBenchReceiver(b *testing.B, discovery tracker.Discovery, a *arrivals) *processContextReceiver {
+func startBenchReceiver(b *testing.B, discovery tracker.Discovery, a *arrivals) (*processContextReceiver, *tracker.Tracker) {
 	b.Helper()
+	tc := tracker.DefaultConfig()
+	tc.Discovery = discovery
+	tr := startTracker(b, tc)
 	cfg := createDefaultConfig()
-	cfg.Discovery = discovery
 	cfg.ReportInterval = time.Hour
 	next, err := consumer.NewLogs(a.consume)
 	if err != nil {
@@ -107,15 +109,15 @@ func startBenchReceiver(b *testing.B, discovery tracker.Discovery, a *arrivals) 
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := r.Start(context.Background(), componenttest.NewNopHost()); err != nil {
+	if err := r.Start(context.Background(), sharedtrackertest.Host(tr)); err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = r.Shutdown(context.Background()) })
-	<-r.tracker.Ready()
-	if discovery == tracker.DiscoveryEvents && r.tracker.LiveSources() != tracker.ProcessEvents|tracker.PublicationEvents {
-		b.Fatalf("events: live sources %s", r.tracker.LiveSources())
+	<-tr.Ready()
+	if discovery == tracker.DiscoveryEvents && tr.LiveSources() != tracker.ProcessEvents|tracker.PublicationEvents {
+		b.Fatalf("events: live sources %s", tr.LiveSources())
 	}
-	return r
+	return r, tr
 }
 
 // latencies is one phase's latencies.

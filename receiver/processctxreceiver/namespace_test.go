@@ -1,7 +1,6 @@
 package processctxreceiver
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"strings"
@@ -9,13 +8,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.opentelemetry.io/collector/component/componenttest"
-	"go.opentelemetry.io/collector/consumer/consumertest"
-	"go.opentelemetry.io/collector/receiver/receivertest"
 
 	"github.com/processctx/otelcol-processctx/internal/otep"
 	"github.com/processctx/otelcol-processctx/internal/pubtest"
-	"github.com/processctx/otelcol-processctx/receiver/processctxreceiver/internal/metadata"
 )
 
 func TestContainedPublisherEntity(t *testing.T) {
@@ -36,29 +31,6 @@ func TestContainedPublisherEntity(t *testing.T) {
 	assert.Equal(t, int64(1), e.description["process.vpid"])
 	assert.Equal(t, id, e.description["container.id"])
 	assert.Equal(t, "in-a-container", e.description["service.name"])
-}
-
-func TestRootPath(t *testing.T) {
-	pubtest.RequireRoot(t)
-	t.Run("host procfs bind-mounted at a temporary root", func(t *testing.T) {
-		cfg := testConfig()
-		cfg.RootPath = pubtest.MountProc(t, 0)
-		r := startReceiver(t, cfg)
-		p := pubtest.Start(t, pubtest.Go, pubtest.Options{})
-		p.Publish(otep.EncodeStrings(map[string]string{"service.name": "via-root-path"}))
-		events := r.waitEvents(t, p.Pid, 1)
-		assert.Equal(t, "via-root-path", events[0].description["service.name"])
-	})
-	t.Run("a container's procfs where the host's was meant", func(t *testing.T) {
-		cfg := testConfig()
-		cfg.RootPath = pubtest.MountProc(t, pubtest.SleepInNewPidNamespace(t))
-		rcv, err := newReceiver(receivertest.NewNopSettings(metadata.Type), cfg, new(consumertest.LogsSink))
-		require.NoError(t, err)
-		err = rcv.Start(context.Background(), componenttest.NewNopHost())
-		require.ErrorContains(t, err, "not the host's procfs")
-		require.ErrorContains(t, err, "mount the host's /proc at "+cfg.RootPath+"/proc")
-		require.NoError(t, rcv.Shutdown(context.Background()))
-	})
 }
 
 // A process in a Kubernetes pod's cgroup (systemd driver, cgroup v2, as

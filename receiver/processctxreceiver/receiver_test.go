@@ -11,6 +11,7 @@ import (
 	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/experimentalmetricmetadata"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/consumer/consumertest"
@@ -19,10 +20,12 @@ import (
 	"go.opentelemetry.io/collector/receiver"
 	"go.opentelemetry.io/collector/receiver/receivertest"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	"go.uber.org/zap"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/processctx/otelcol-processctx/internal/otep"
 	"github.com/processctx/otelcol-processctx/internal/pubtest"
+	"github.com/processctx/otelcol-processctx/internal/sharedtracker/sharedtrackertest"
 	"github.com/processctx/otelcol-processctx/internal/tracker"
 	"github.com/processctx/otelcol-processctx/receiver/processctxreceiver/internal/metadata"
 )
@@ -97,10 +100,33 @@ func eventsOf(events []event, pid int) []event {
 
 func testConfig() *Config {
 	cfg := createDefaultConfig()
-	cfg.CollectionInterval = 100 * time.Millisecond
-	cfg.RescanInterval = 500 * time.Millisecond
 	cfg.ReportInterval = time.Hour
 	return cfg
+}
+
+// testTrackerConfig scans the host often.
+func testTrackerConfig() tracker.Config {
+	tc := tracker.DefaultConfig()
+	tc.CollectionInterval = 100 * time.Millisecond
+	tc.RescanInterval = 500 * time.Millisecond
+	return tc
+}
+
+// startTracker starts a tracker of the host's processes, as the
+// process_context extension does, until the test ends.
+func startTracker(tb testing.TB, tc tracker.Config) *tracker.Tracker {
+	tb.Helper()
+	tr, err := tracker.Open(tc, zap.NewNop())
+	require.NoError(tb, err)
+	tr.Start()
+	tb.Cleanup(func() { require.NoError(tb, tr.Stop(context.Background())) })
+	return tr
+}
+
+// newTestHost is a collector host with a process_context extension's
+// tracker (the generated lifecycle tests start the receiver on it).
+func newTestHost(t *testing.T) component.Host {
+	return sharedtrackertest.Host(startTracker(t, tracker.DefaultConfig()))
 }
 
 type running struct {
@@ -118,14 +144,20 @@ func startReceiver(t *testing.T, cfg *Config) *running {
 }
 
 // startReceiverTo starts a receiver whose events go to next (the sink of
-// the result is nil).
+// the result is nil), on a tracker with testTrackerConfig.
 func startReceiverTo(t *testing.T, cfg *Config, set receiver.Settings, next consumer.Logs) *running {
+	t.Helper()
+	return startReceiverOn(t, startTracker(t, testTrackerConfig()), cfg, set, next)
+}
+
+// startReceiverOn starts a receiver on tr whose events go to next.
+func startReceiverOn(t *testing.T, tr *tracker.Tracker, cfg *Config, set receiver.Settings, next consumer.Logs) *running {
 	t.Helper()
 	tel := componenttest.NewTelemetry()
 	set.MeterProvider = tel.NewTelemetrySettings().MeterProvider
 	rcv, err := newReceiver(set, cfg, next)
 	require.NoError(t, err)
-	require.NoError(t, rcv.Start(context.Background(), componenttest.NewNopHost()))
+	require.NoError(t, rcv.Start(context.Background(), sharedtrackertest.Host(tr)))
 	t.Cleanup(func() {
 		require.NoError(t, rcv.Shutdown(context.Background()))
 		require.NoError(t, tel.Shutdown(context.Background()))
@@ -317,9 +349,11 @@ func findRecord(t *testing.T, logs []plog.Logs, pid int) plog.LogRecord {
 // found at a rescan (the schedule itself is tested on a fake clock in
 // internal/tracker).
 func TestLatePublisherFound(t *testing.T) {
-	cfg := testConfig()
-	cfg.RescanInterval = time.Second
-	r := startReceiver(t, cfg)
+	tc := testTrackerConfig()
+	tc.RescanInterval = time.Second
+	sink := new(consumertest.LogsSink)
+	r := startReceiverOn(t, startTracker(t, tc), testConfig(), receivertest.NewNopSettings(metadata.Type), sink)
+	r.sink = sink
 	p := pubtest.Start(t, pubtest.C, pubtest.Options{Separate: true})
 	r.waitScans(t, 2) // the receiver has seen the process without a context
 	require.Empty(t, eventsOf(decodeEvents(t, r.sink.AllLogs()), p.Pid))
@@ -417,31 +451,33 @@ func TestShutdownWithoutStart(t *testing.T) {
 	require.NoError(t, rcv.Shutdown(context.Background()))
 }
 
-func TestStartFailsOnWrongRoot(t *testing.T) {
-	cfg := testConfig()
-	cfg.RootPath = t.TempDir()
-	rcv, err := newReceiver(receivertest.NewNopSettings(metadata.Type), cfg, new(consumertest.LogsSink))
+// Without the process_context extension the receiver does not start, and
+// says what to add.
+func TestStartFailsWithoutTheExtension(t *testing.T) {
+	rcv, err := newReceiver(receivertest.NewNopSettings(metadata.Type), testConfig(), new(consumertest.LogsSink))
 	require.NoError(t, err)
 	err = rcv.Start(context.Background(), componenttest.NewNopHost())
-	require.ErrorContains(t, err, "root_path")
+	require.ErrorContains(t, err, "process_context receiver: no process_context extension")
+	require.ErrorContains(t, err, "extensions:\n    process_context:\n  service:\n    extensions: [process_context]")
 	require.NoError(t, rcv.Shutdown(context.Background()))
 }
 
 func TestShutdownDuringScans(t *testing.T) {
 	// Start and stop repeatedly while scans run: no goroutine may be left
 	// (goleak in TestMain) and Shutdown returns promptly.
-	cfg := testConfig()
-	cfg.CollectionInterval = time.Millisecond
+	tc := testTrackerConfig()
+	tc.CollectionInterval = time.Millisecond
+	host := sharedtrackertest.Host(startTracker(t, tc))
 	var wg sync.WaitGroup
 	errs := make(chan error, 5)
 	for range 5 {
 		wg.Go(func() {
-			rcv, err := newReceiver(receivertest.NewNopSettings(metadata.Type), cfg, new(consumertest.LogsSink))
+			rcv, err := newReceiver(receivertest.NewNopSettings(metadata.Type), testConfig(), new(consumertest.LogsSink))
 			if err != nil {
 				errs <- err
 				return
 			}
-			if err := rcv.Start(context.Background(), componenttest.NewNopHost()); err != nil {
+			if err := rcv.Start(context.Background(), host); err != nil {
 				errs <- err
 				return
 			}

@@ -45,8 +45,8 @@ func BenchmarkStorm(b *testing.B) {
 		base := sr.run(b, nil)
 
 		a := newArrivals()
-		r := startBenchReceiver(b, tracker.DiscoveryEvents, a)
-		lostStart := r.tracker.Events().Lost
+		r, tr := startBenchReceiver(b, tracker.DiscoveryEvents, a)
+		lostStart := tr.Events().Lost
 		got := sr.run(b, a)
 		missing := 0
 		for _, l := range got.publishers {
@@ -68,8 +68,9 @@ func BenchmarkStorm(b *testing.B) {
 		b.ReportMetric(float64(base.cpu.Nanoseconds())/float64(max(base.started, 1)), "baseline-cpu-ns/process")
 		b.ReportMetric(float64(got.started)/float64(seconds), "processes/s")
 		b.ReportMetric(float64(len(got.publishers)), "publishers")
-		b.ReportMetric(float64(r.tracker.Events().Lost-lostStart), "events-lost")
+		b.ReportMetric(float64(tr.Events().Lost-lostStart), "events-lost")
 		_ = r.Shutdown(context.Background())
+		_ = tr.Stop(context.Background())
 	}
 }
 

@@ -282,7 +282,8 @@ func TestDistribution(t *testing.T) {
 }
 
 // configBlocks returns the ```yaml blocks of a Markdown file that are
-// complete collector configurations (they have a service section).
+// complete collector configurations (they have a service section with
+// pipelines; the lines to add for the extension are not one).
 func configBlocks(t *testing.T, path string) []string {
 	t.Helper()
 	b, err := os.ReadFile(path)
@@ -290,7 +291,7 @@ func configBlocks(t *testing.T, path string) []string {
 	var blocks []string
 	for _, part := range strings.Split(string(b), "```yaml\n")[1:] {
 		block, _, _ := strings.Cut(part, "```")
-		if strings.Contains(block, "\nservice:") || strings.HasPrefix(block, "service:") {
+		if (strings.Contains(block, "\nservice:") || strings.HasPrefix(block, "service:")) && strings.Contains(block, "  pipelines:") {
 			blocks = append(blocks, block)
 		}
 	}

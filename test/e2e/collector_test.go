@@ -153,11 +153,14 @@ service:
 // entitiesConfig sends the receiver's entity events to the test server.
 func entitiesConfig(server string) string {
 	return `
-receivers:
+extensions:
   process_context:
     collection_interval: 200ms
     rescan_interval: 1s
-` + exportingTo(server) + `  pipelines:
+receivers:
+  process_context:
+` + exportingTo(server) + `  extensions: [process_context]
+  pipelines:
     logs/entities:
       receivers: [process_context]
       exporters: [otlp_grpc]

@@ -23,11 +23,14 @@ func TestHostModeFromAContainersPidNamespace(t *testing.T) {
 
 	server := startOTLPServer(t)
 	config := `
-receivers:
+extensions:
   process_context:
     root_path: ` + root + `
     collection_interval: 200ms
-` + exportingTo(server.addr) + `  pipelines:
+receivers:
+  process_context:
+` + exportingTo(server.addr) + `  extensions: [process_context]
+  pipelines:
     logs/entities:
       receivers: [process_context]
       exporters: [otlp_grpc]

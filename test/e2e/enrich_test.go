@@ -25,6 +25,8 @@ const unknownPid = 4_000_000 // above pid_max: never a process
 
 func enrichConfig(otlpPort int, server string) string {
 	return fmt.Sprintf(`
+extensions:
+  process_context:
 receivers:
   otlp:
     protocols:
@@ -32,7 +34,8 @@ receivers:
         endpoint: 127.0.0.1:%d
 processors:
   process_context:
-`, otlpPort) + exportingTo(server) + `  pipelines:
+`, otlpPort) + exportingTo(server) + `  extensions: [process_context]
+  pipelines:
     logs:
       receivers: [otlp]
       processors: [process_context]

@@ -19,10 +19,12 @@ import (
 // retry of its own), so that the receiver is the one that keeps them.
 func refusalConfig(server string) string {
 	return fmt.Sprintf(`
-receivers:
+extensions:
   process_context:
     collection_interval: 200ms
     rescan_interval: 1s
+receivers:
+  process_context:
     retry_on_failure:
       initial_interval: 50ms
       max_interval: 200ms
@@ -44,6 +46,7 @@ service:
   telemetry:
     metrics:
       level: none
+  extensions: [process_context]
   pipelines:
     logs/entities:
       receivers: [process_context]

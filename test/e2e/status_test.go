@@ -37,14 +37,12 @@ extensions:
         path: /status
 receivers:
   process_context:
-    root_path: %[1]s
   otlp:
     protocols:
       grpc:
         endpoint: 127.0.0.1:%[3]d
 processors:
   process_context:
-    root_path: %[1]s
 exporters:
   debug:
 service:

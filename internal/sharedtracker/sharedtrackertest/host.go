@@ -1,0 +1,38 @@
+// Package sharedtrackertest gives the tests of the process_context
+// components a collector host whose process_context extension runs a
+// tracker the test made.
+package sharedtrackertest
+
+import (
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/component/componentstatus"
+
+	"github.com/processctx/otelcol-processctx/internal/sharedtracker"
+	"github.com/processctx/otelcol-processctx/internal/tracker"
+)
+
+// ExtensionID is the ID of the host's extension.
+var ExtensionID = component.MustNewID("process_context")
+
+// Host returns a component.Host whose only extension provides tr, as the
+// process_context extension does.
+func Host(tr *tracker.Tracker) component.Host {
+	return host{ExtensionID: &extension{tr: tr}}
+}
+
+type host map[component.ID]component.Component
+
+func (h host) GetExtensions() map[component.ID]component.Component { return h }
+
+// Report accepts the components' status reports (componentstatus.Reporter).
+func (host) Report(*componentstatus.Event) {}
+
+type extension struct {
+	component.StartFunc
+	component.ShutdownFunc
+	tr *tracker.Tracker
+}
+
+var _ sharedtracker.Provider = (*extension)(nil)
+
+func (e *extension) ProcessTracker() *tracker.Tracker { return e.tr }

@@ -1,0 +1,280 @@
+package tracker
+
+import (
+	"errors"
+
+	"go.uber.org/zap"
+
+	"github.com/processctx/otelcol-processctx/internal/otep"
+	"github.com/processctx/otelcol-processctx/internal/reader"
+)
+
+// applyJob applies what a job read: the results of its requests, the
+// stall of the one that did not return, and the rest queued again (or,
+// when no reader could run them, given up until the next scan).
+func (t *Tracker) applyJob(j *job) {
+	t.jobsOut--
+	defer t.recycle(j)
+	state, n := j.outcome()
+	for i := range n {
+		t.apply(&j.reqs[i])
+	}
+	switch state {
+	case jobStalled:
+		t.stalled(&j.reqs[j.stalledAt])
+		if rest := j.reqs[j.stalledAt+1:]; len(rest) > 0 {
+			again := &job{scan: j.scan, urgent: j.urgent, reqs: make([]request, len(rest))}
+			for i, r := range rest {
+				r.res = result{}
+				again.reqs[i] = r
+			}
+			t.enqueue(again)
+		}
+	case jobNotRun:
+		for i := range j.reqs {
+			t.notRun(&j.reqs[i])
+		}
+	}
+	t.jobBack(j)
+}
+
+// current returns the process a request was for, nil when it exited or
+// became another incarnation meanwhile (the read is of the past), and
+// what lookups said of it while the read was out. The read is no longer
+// out either way.
+func (t *Tracker) current(r *request) (*proc, Outcome) {
+	defer t.probes.resolve(r.pid)
+	p := t.procs[r.pid]
+	if p == nil || p.serial != r.serial {
+		return nil, OutcomeUnknown
+	}
+	before := p.lookupOutcome()
+	p.reading = causeNone
+	return p, before
+}
+
+// settled notes pid for the next snapshot when what lookups say of p is
+// no longer before: most reads change nothing, and cost no snapshot.
+func (t *Tracker) settled(pid int, p *proc, before Outcome) {
+	if p.lookupOutcome() != before {
+		t.touch(pid)
+	}
+}
+
+// apply updates the process a request read, then plans what follows.
+func (t *Tracker) apply(r *request) {
+	if r.op == opDescribe {
+		t.reports.described(r)
+		return
+	}
+	o := r.outcome()
+	t.reads[o]++
+	p, before := t.current(r)
+	if p == nil {
+		return
+	}
+	defer t.settled(r.pid, p, before)
+	if o == OutcomeGone {
+		t.gone(r, p)
+		return
+	}
+	if r.op == opDiscover && r.res.start != 0 && p.start != r.res.start {
+		if p.start != 0 {
+			t.newIncarnation(r.pid, p, Exited, r.res.start) // the pid was reused
+		}
+		p.start = r.res.start
+		if old := t.pubs[r.pid]; old != nil && old.StartTicks != p.start {
+			// An ended publication of the pid's previous process.
+			delete(t.pubs, r.pid)
+			t.changed = true
+		}
+	}
+	p.kernel = r.res.kernel
+	if o == OutcomeOK || o == OutcomeUnchanged || o == OutcomeNoContext {
+		p.answered()
+	}
+	if p.pub != nil && (r.op == opRefresh || r.op == opDiscover) {
+		t.applyToPublisher(r, p, o)
+	} else {
+		t.applyToSilent(r, p, o)
+	}
+	t.followUp(r.pid, p, r.cause, o, r.op == opDiscover)
+}
+
+// gone: the read found the process gone, or the pid naming another one.
+func (t *Tracker) gone(r *request, p *proc) {
+	if err := t.host.CheckProcfs(); err != nil {
+		// Not gone: the procfs is (an unmounted /hostfs/proc).
+		t.setListed(err)
+		return
+	}
+	if !errors.Is(r.res.err, errPidReused) {
+		t.forget(r.pid, p)
+		return
+	}
+	// The pid was reused before the old process's exit was known (on a
+	// host with pid_max 32768 and churn, its exit event comes late): the
+	// new process is read now, since its events may all have been spent on
+	// the old one.
+	t.newIncarnation(r.pid, p, Exited, 0)
+	t.want(r.pid, p, causeEvent)
+}
+
+// applyToPublisher applies a read of a publisher.
+func (t *Tracker) applyToPublisher(r *request, p *proc, o Outcome) {
+	moved := r.res.relocated || r.op == opDiscover
+	switch {
+	case o == OutcomeOK:
+		t.publish(r.pid, p, &r.res)
+	case o == OutcomeNoContext && moved:
+		t.endPublication(r.pid, p, Unpublished)
+		p.found, p.lookedAt, p.rechecks = o, t.clock(), 0 // it may publish again soon
+	case (o == OutcomeInvalid || o == OutcomeTooLarge) && moved:
+		t.endPublication(r.pid, p, Invalidated)
+		p.found, p.lookedAt, p.rechecks = o, t.clock(), 0
+	default:
+		// Unchanged; or torn, denied, an error: the context is kept, and
+		// read again at the next check.
+	}
+}
+
+// applyToSilent applies a read of a process without a publication.
+func (t *Tracker) applyToSilent(r *request, p *proc, o Outcome) {
+	if p.lookedAt != 0 && p.rechecks < 255 {
+		p.rechecks++
+	}
+	p.lookedAt = t.clock()
+	switch o {
+	case OutcomeOK:
+		t.publish(r.pid, p, &r.res)
+	case OutcomeTorn:
+		// Mid-update: look again at the next scan.
+		p.found, p.lookedAt = OutcomeNoContext, 0
+	default:
+		p.found = o
+	}
+}
+
+// publish records a context read and emits its change.
+func (t *Tracker) publish(pid int, p *proc, res *result) {
+	kind := Updated
+	switch {
+	case p.pub == nil:
+		kind = Published
+		t.livePub++
+	case p.pub.Addr == res.addr && p.pub.Context.PublishedAt == res.ctx.PublishedAt:
+		return // the same context, read again (a new inode, say)
+	}
+	pub := (&Process{
+		Key:      Key{PID: pid, StartTicks: p.start},
+		Identity: *res.identity,
+		Context:  res.ctx,
+		Addr:     res.addr,
+	}).withViews(t.views)
+	if f := t.events.filter; f != nil && (p.pub == nil || p.pub.Addr != res.addr) {
+		if err := f.Track(pid, res.addr, otep.HeaderSize); err != nil {
+			t.log.Debug("The event source cannot watch this publication's unmapping", zap.Int("pid", pid), zap.Error(err))
+		}
+	}
+	p.pub, p.found = pub, OutcomeOK
+	t.pubs[pid] = pub
+	t.changes = append(t.changes, Change{Kind: kind, Process: pub})
+	t.changed = true
+}
+
+// endPublication ends p's live publication, if any, keeping it for the
+// grace period.
+func (t *Tracker) endPublication(pid int, p *proc, kind ChangeKind) {
+	if p.pub == nil {
+		return
+	}
+	ended := *p.pub
+	ended.EndedAt = t.now()
+	p.pub, p.found = nil, OutcomeNoContext
+	t.livePub--
+	if f := t.events.filter; f != nil {
+		_ = f.Untrack(pid) // gone already when the process exited
+	}
+	t.changes = append(t.changes, Change{Kind: kind, Process: &ended})
+	t.changed = true
+	if t.cfg.GracePeriod <= 0 {
+		delete(t.pubs, pid)
+		return
+	}
+	t.pubs[pid] = &ended
+	t.ended = append(t.ended, endedPub{p: &ended, until: t.clock() + int64(t.cfg.GracePeriod)})
+}
+
+// stalled quarantines the process whose read did not return in time.
+func (t *Tracker) stalled(r *request) {
+	if r.op == opDescribe {
+		t.reports.described(r)
+		return
+	}
+	t.reads[OutcomeStalled]++
+	defer t.probes.resolve(r.pid)
+	p := t.procs[r.pid]
+	if p == nil {
+		return
+	}
+	if p.serial == r.serial {
+		p.reading = causeNone
+	}
+	// The pid stalls reads, whichever incarnation they were for.
+	if p.stall == nil {
+		p.stall = &stall{}
+	}
+	s := p.stall
+	s.stuck = max(s.stuck, stuckVMReadv)
+	if r.via == reader.ViaMemFile {
+		s.stuck = stuckMemFile
+	}
+	s.strikes = min(s.strikes+1, 16)
+	backoff := t.cfg.QuarantineBackoff << (s.strikes - 1)
+	if limit := quarantineGrowth * t.cfg.QuarantineBackoff; backoff > limit || backoff <= 0 {
+		backoff = limit
+	}
+	s.until = t.clock() + int64(backoff)
+	if p.pub == nil {
+		p.found = OutcomeStalled
+	}
+	t.plan(r.pid, p, causeQuarantine, s.until)
+	t.touch(r.pid)
+	t.log.Debug("Read abandoned at its deadline", zap.Int("pid", r.pid),
+		zap.Duration("read_timeout", t.cfg.ReadTimeout), zap.Duration("retry_in", backoff))
+}
+
+// released: the abandoned read of pid returned.
+func (t *Tracker) released(pid int) {
+	if p := t.procs[pid]; p != nil && p.stall != nil {
+		p.stall.stuck = notStuck
+	}
+}
+
+// notRun: a request no reader could run; it is tried again when next due.
+func (t *Tracker) notRun(r *request) {
+	if r.op == opDescribe {
+		t.reports.described(r)
+		return
+	}
+	if p, before := t.current(r); p != nil {
+		t.settled(r.pid, p, before)
+	}
+}
+
+// answered notes that p answered a read: it is no longer quarantined, but
+// its memory is still read through the mem file.
+func (p *proc) answered() {
+	if p.stall != nil {
+		p.stall.until, p.stall.strikes = 0, 0
+	}
+}
+
+// via says how p's memory is read: through the mem file once a read of it
+// stalled.
+func (p *proc) via() reader.Via {
+	if p.stall != nil {
+		return reader.ViaMemFile
+	}
+	return reader.ViaAuto
+}

@@ -1,0 +1,171 @@
+package tracker
+
+import (
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// run is the tracker's loop: it owns the tracker's state, and acts on one
+// thing at a time (a tick, a result, an event, a call), then publishes
+// what changed (flush).
+func (t *Tracker) run() {
+	defer close(t.done)
+	defer t.pool.close()
+	if t.cfg.InitialDelay > 0 {
+		select {
+		case <-time.After(t.cfg.InitialDelay):
+		case <-t.stop:
+			return
+		}
+	}
+	t.startScan()
+	ticker := time.NewTicker(t.cfg.CollectionInterval)
+	defer ticker.Stop()
+	var tm loopTimers
+	defer tm.stop()
+	for {
+		tm.armScanTimeout(t)
+		var normal, urgent chan<- *job
+		var nextNormal, nextUrgent *job
+		if len(t.backlog) > 0 {
+			normal, nextNormal = t.pool.normal, t.backlog[0]
+		}
+		if len(t.urgent) > 0 {
+			urgent, nextUrgent = t.pool.urgent, t.urgent[0]
+		}
+		select {
+		case <-t.stop:
+			t.probes.cancel()
+			return
+		case <-ticker.C:
+			if t.scan == nil {
+				t.startScan()
+			}
+		case j := <-t.pool.results:
+			t.applyJob(j)
+		case pid := <-t.pool.released:
+			t.released(pid)
+		case w := <-t.probeC:
+			t.probe(w)
+		case pid := <-t.hintC:
+			t.hint(pid)
+		case done := <-t.scanC:
+			t.scanSoon(done)
+		case fn := <-t.control:
+			fn()
+		case normal <- nextNormal:
+			t.backlog = pop(t.backlog)
+			t.jobsOut++
+		case urgent <- nextUrgent:
+			t.urgent = pop(t.urgent)
+			t.jobsOut++
+		case <-tm.superviseC:
+			tm.superviseC = nil
+			for _, j := range t.pool.expire() {
+				t.applyJob(j)
+			}
+		case ev := <-t.events.queue:
+			t.handleQueued(ev)
+		case <-t.events.lostWake:
+			t.onLost()
+		case st := <-t.events.stopped:
+			t.onSourceStopped(st)
+		case <-tm.planC:
+			tm.planC = nil
+			t.runPlans()
+		case <-tm.scanTimeoutC:
+			tm.scanTimeoutC = nil
+			t.scanTimedOut(tm.timeoutFor)
+		}
+		tm.armPlans(t)
+		tm.armSupervise(t)
+		t.flush()
+	}
+}
+
+// handleQueued handles ev and whatever else is queued: a burst costs one
+// snapshot, not one per event.
+func (t *Tracker) handleQueued(ev Event) {
+	t.handle(ev)
+	for range eventQueueSize {
+		select {
+		case ev = <-t.events.queue:
+			t.handle(ev)
+		default:
+			return
+		}
+	}
+}
+
+// scanTimedOut ends the scan gen that overran Config.Timeout; its reads
+// still out are applied when they come back.
+func (t *Tracker) scanTimedOut(gen uint32) {
+	if t.scan != nil && t.scan.gen == gen {
+		t.log.Debug("Scan timed out: the reads still out are applied when they come back",
+			zap.Duration("timeout", t.cfg.Timeout), zap.Int("jobs_out", t.scan.pending))
+		t.finishScan()
+	}
+}
+
+func pop(q []*job) []*job {
+	q[0] = nil
+	if len(q) == 1 {
+		return q[:0]
+	}
+	return q[1:]
+}
+
+// loopTimers are the loop's timers; a nil channel is a timer not armed.
+type loopTimers struct {
+	// plans fires when the earliest planned read falls due (at planAt);
+	// supervise, while jobs are out, to abandon overdue reads; scanTimeout
+	// when the scan timeoutFor overran Config.Timeout.
+	plans, supervise, scanTimeout   *time.Timer
+	planC, superviseC, scanTimeoutC <-chan time.Time
+	planAt                          int64
+	timeoutFor                      uint32
+}
+
+// arm (re)starts *tm, made on first use, to fire after d.
+func arm(tm **time.Timer, d time.Duration) <-chan time.Time {
+	if *tm == nil {
+		*tm = time.NewTimer(d)
+	} else {
+		(*tm).Reset(d)
+	}
+	return (*tm).C
+}
+
+func (tm *loopTimers) armScanTimeout(t *Tracker) {
+	if t.cfg.Timeout > 0 && t.scan != nil && t.scan.gen != tm.timeoutFor {
+		tm.timeoutFor = t.scan.gen
+		tm.scanTimeoutC = arm(&tm.scanTimeout, t.cfg.Timeout)
+	}
+}
+
+func (tm *loopTimers) armPlans(t *Tracker) {
+	if at, ok := t.nextPlanned(); ok && (tm.planC == nil || at < tm.planAt) {
+		// With a fake clock (tests) the timer fires after the fake delay
+		// and finds nothing due until the clock moves.
+		tm.planC, tm.planAt = arm(&tm.plans, max(time.Duration(at-t.clock()), time.Millisecond)), at
+	}
+}
+
+func (tm *loopTimers) armSupervise(t *Tracker) {
+	switch {
+	case t.jobsOut > 0 && tm.superviseC == nil:
+		tm.superviseC = arm(&tm.supervise, t.pool.superviseTick())
+	case t.jobsOut == 0 && tm.superviseC != nil:
+		tm.supervise.Stop()
+		tm.superviseC = nil
+	}
+}
+
+func (tm *loopTimers) stop() {
+	for _, timer := range []*time.Timer{tm.plans, tm.supervise, tm.scanTimeout} {
+		if timer != nil {
+			timer.Stop()
+		}
+	}
+}

@@ -1,0 +1,143 @@
+package tracker
+
+import (
+	"slices"
+)
+
+// probeWait is one Probe call waiting for its pids.
+type probeWait struct {
+	pids []int
+	left int
+	done chan struct{}
+}
+
+// probes are the Probe calls waiting for reads.
+type probes struct {
+	waiting map[int][]*probeWait // by pid
+	// ended are the calls whose reads are all applied: closed once the
+	// snapshot with them is published.
+	ended []chan struct{}
+}
+
+// Probe asks for the pids that the snapshot does not know to be read now,
+// before any scan work. The returned channel is closed once each of them has
+// been read (or its read abandoned); nil means the tracker cannot take the
+// request now. Callers that cannot wait long select on it with a timer:
+// the reads go on, and a later snapshot has their results.
+func (t *Tracker) Probe(pids []int) <-chan struct{} {
+	if len(pids) == 0 || !t.started.Load() {
+		return nil
+	}
+	w := &probeWait{pids: slices.Clone(pids), done: make(chan struct{})}
+	select {
+	case t.probeC <- w:
+		return w.done
+	default:
+		return nil
+	}
+}
+
+// Hint says that telemetry names pid, which the snapshot says publishes
+// nothing: the tracker reads its maps again if it did not in the last
+// Config.RecheckInterval, so that a late publisher is found sooner than its
+// rescan. It never blocks.
+func (t *Tracker) Hint(pid int) {
+	if !t.started.Load() {
+		return
+	}
+	select {
+	case t.hintC <- pid:
+	default:
+	}
+}
+
+// ScanSoon asks for a scan with a listing now, for a process the snapshot
+// should know but does not (a container's process known only by its
+// namespace pid: only a listing finds it). Scans it starts are at most one
+// per Config.RecheckInterval. The channel is closed when the scan in
+// progress, or the one started, finishes; nil when none is (it never
+// blocks).
+func (t *Tracker) ScanSoon() <-chan struct{} {
+	if !t.started.Load() {
+		return nil
+	}
+	done := make(chan struct{})
+	select {
+	case t.scanC <- done:
+		return done
+	default:
+		return nil
+	}
+}
+
+// probe handles a Probe call: a pid not known is read now; the call waits
+// for the reads that may tell what the snapshot does not know yet.
+func (t *Tracker) probe(w *probeWait) {
+	for _, pid := range w.pids {
+		if !ValidPID(pid) {
+			continue
+		}
+		p := t.procs[pid]
+		if p == nil {
+			p = t.newProc(pid)
+		}
+		t.want(pid, p, causeProbe)
+		if p.lookupOutcome() == OutcomeUnknown && (p.reading != causeNone || p.planned != causeNone) {
+			t.probes.waiting[pid] = append(t.probes.waiting[pid], w)
+			w.left++
+		}
+	}
+	if w.left == 0 {
+		t.probes.ended = append(t.probes.ended, w.done)
+	}
+}
+
+// resolve counts pid as read for the probes waiting for it; those it ends
+// are woken with the next snapshot.
+func (ps *probes) resolve(pid int) {
+	ws := ps.waiting[pid]
+	delete(ps.waiting, pid)
+	for _, w := range ws {
+		if w.left--; w.left == 0 {
+			ps.ended = append(ps.ended, w.done)
+		}
+	}
+}
+
+// wake ends the probes whose reads are in the snapshot just published.
+func (ps *probes) wake() {
+	for _, done := range ps.ended {
+		close(done)
+	}
+	ps.ended = ps.ended[:0]
+}
+
+// cancel ends every probe (the tracker stops).
+func (ps *probes) cancel() {
+	for pid := range ps.waiting {
+		ps.resolve(pid)
+	}
+	ps.wake()
+}
+
+// hint handles a Hint call.
+func (t *Tracker) hint(pid int) {
+	if !ValidPID(pid) {
+		return
+	}
+	p := t.procs[pid]
+	if p == nil {
+		p = t.newProc(pid)
+	}
+	t.want(pid, p, causeHint)
+}
+
+// scanSoon handles a ScanSoon call.
+func (t *Tracker) scanSoon(done chan struct{}) {
+	if now := t.clock(); t.scan == nil && (t.discovery.lastSoon == 0 || now-t.discovery.lastSoon >= int64(t.cfg.RecheckInterval)) {
+		t.discovery.lastSoon = now
+		t.discovery.listNext = true
+		t.startScan()
+	}
+	t.waitForScan(done)
+}

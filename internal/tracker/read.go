@@ -1,0 +1,176 @@
+package tracker
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/processctx/otelcol-processctx/internal/otep"
+	"github.com/processctx/otelcol-processctx/internal/procfs"
+	"github.com/processctx/otelcol-processctx/internal/reader"
+)
+
+// op is what a request reads of one process.
+type op uint8
+
+const (
+	// opDiscover: a pid seen for the first time, or whose procfs directory
+	// changed: its start time, then as opLocate.
+	opDiscover op = iota
+	// opLocate: a process without a known context: its maps, and its
+	// context and identity when it has one.
+	opLocate
+	// opRefresh: a publisher: the header's timestamp, and the context and
+	// identity when it changed; the maps again when the header is gone.
+	opRefresh
+	// opDescribe: the executable (and why it cannot be read) of a process
+	// a warning names.
+	opDescribe
+)
+
+// request is the reads of one process, run on a reader goroutine.
+type request struct {
+	pid    int
+	op     op
+	cause  cause
+	serial uint32 // the incarnation it is for (proc.serial)
+	start  uint64 // the known start time; 0 for opDiscover
+	addr   uint64 // opRefresh: the header's address
+	last   uint64 // opRefresh: the timestamp of the context held
+	via    reader.Via
+	why    bool // opDescribe: explain a permission denial too
+
+	res result
+}
+
+// result is what a request found.
+type result struct {
+	err       error
+	start     uint64
+	addr      uint64
+	ctx       otep.Context
+	changed   bool             // opRefresh: a new context was read
+	relocated bool             // opRefresh: the header was gone and the maps were read again
+	kernel    bool             // opDiscover: a kernel thread
+	identity  *procfs.Identity // with a new context
+	exe, why  string           // opDescribe
+}
+
+// outcome classifies the result.
+func (r *request) outcome() Outcome {
+	if r.res.err == nil && r.op == opRefresh && !r.res.changed {
+		return OutcomeUnchanged
+	}
+	return OutcomeOf(r.res.err)
+}
+
+// errPidReused: a read found the pid naming another process than the one
+// the request is about. The process asked about is gone, hence the
+// wrapped ErrProcessGone; the pid names a process to read.
+var errPidReused = fmt.Errorf("reused while it was read: %w", procfs.ErrProcessGone)
+
+// read runs the reads of r on h. Any of them may block as long as the
+// process lets it: the pool runs it under a deadline.
+func read(h Host, r *request) {
+	switch r.op {
+	case opDescribe:
+		r.res.exe = h.Executable(r.pid)
+		if r.why {
+			r.res.why = h.ExplainDenied(r.pid)
+		}
+		return
+	case opDiscover:
+		st, err := h.Stat(r.pid)
+		if err != nil {
+			r.res.err = fmt.Errorf("start time: %w", err)
+			return
+		}
+		r.res.start = st.StartTicks
+		if st.KernelThread {
+			// No user memory: nothing to find.
+			r.res.kernel = true
+			r.res.err = fmt.Errorf("pid %d: kernel thread: %w", r.pid, otep.ErrNoContext)
+			return
+		}
+	case opLocate:
+		r.res.start = r.start
+	case opRefresh:
+		r.res.start = r.start
+		if !refresh(h, r) {
+			return
+		}
+	}
+	locate(h, r)
+}
+
+// refresh reads a publisher's header at the address known; false when
+// that told what there is to know, true when the maps must say where the
+// context is now (unpublished, replaced, e.g. after exec, or unreadable;
+// or "being updated" on every try, as the zeros of another mapping at the
+// old address read).
+func refresh(h Host, r *request) bool {
+	ctx, changed, err := h.ReadContext(r.pid, r.addr, r.last, r.via)
+	switch {
+	case err == nil && !changed:
+		return false
+	case err == nil:
+		r.res.addr, r.res.ctx, r.res.changed = r.addr, ctx, true
+		identify(h, r)
+		return false
+	case !errors.Is(err, otep.ErrNoContext) && !errors.Is(err, otep.ErrInvalid) &&
+		!errors.Is(err, otep.ErrTooLarge) && !errors.Is(err, otep.ErrTorn):
+		r.res.err = err
+		return false
+	}
+	r.res.relocated = true
+	return true
+}
+
+// locate finds the context mapping in the maps and reads the context
+// there.
+func locate(h Host, r *request) {
+	m, err := h.FindMapping(r.pid)
+	if err != nil {
+		r.res.err = err
+		if r.res.relocated && errors.Is(err, otep.ErrNoContext) {
+			r.res.err = exitingOr(h, r, err)
+		}
+		return
+	}
+	r.res.addr = m.Start
+	ctx, _, err := h.ReadContext(r.pid, m.Start, 0, r.via)
+	if err != nil {
+		r.res.err = err
+		return
+	}
+	r.res.ctx, r.res.changed = ctx, true
+	identify(h, r)
+}
+
+// exitingOr tells a publisher whose context mapping vanished because it is
+// exiting (its address space is gone before the kernel reports the exit:
+// a zombie's maps are empty) from one that unpublished: the first ended
+// with its process, an exit, not an unpublish. Otherwise it returns err.
+func exitingOr(h Host, r *request, err error) error {
+	st, serr := h.Stat(r.pid)
+	switch {
+	case serr != nil && errors.Is(serr, procfs.ErrProcessGone):
+		return fmt.Errorf("context of pid %d gone with its process: %w", r.pid, serr)
+	case serr == nil && st.StartTicks != r.start:
+		return fmt.Errorf("pid %d: %w", r.pid, errPidReused)
+	}
+	return err
+}
+
+// identify reads the identity that goes with a new context, and checks that
+// the pid still names the process whose start time the request knows.
+func identify(h Host, r *request) {
+	id, err := h.Identity(r.pid)
+	switch {
+	case err != nil:
+		r.res.err = fmt.Errorf("identity: %w", err)
+	case id.StartTicks != r.res.start:
+		r.res.err = fmt.Errorf("pid %d: %w", r.pid, errPidReused)
+	default:
+		r.res.identity = &id
+	}
+}

@@ -1,0 +1,317 @@
+package tracker
+
+import (
+	"cmp"
+	"slices"
+	"time"
+)
+
+const (
+	// jobSize is the most requests one job of a scan carries.
+	jobSize = 128
+	// maxFreeJobs is how many done jobs are kept for reuse: enough for a
+	// steady scan, not a discovery's worth of memory.
+	maxFreeJobs = 2
+	// eventsListInterval is how often, while process and publication
+	// events both come, scans list the host: the events tell of every fork
+	// and exit, the listing finds those they could not (a message the
+	// kernel dropped without saying so).
+	eventsListInterval = time.Minute
+)
+
+// scan is the scan in progress.
+type scan struct {
+	gen     uint32
+	listed  bool // it listed the host
+	began   time.Time
+	pending int // its jobs not back yet
+	stats   ScanStats
+	waiters []chan struct{} // Rescan and ScanSoon calls waiting for it
+}
+
+// discoveryState is what decides the next scans' work.
+type discoveryState struct {
+	// fullScan: the next scan reads every publisher's timestamp even when
+	// events would say what changed (events were dropped).
+	fullScan bool
+	// lastFull is the clock of the last scan that read every publisher.
+	lastFull int64
+	// pubLostAt is the clock when publication events were last dropped:
+	// processes looked at before then are due for a read.
+	pubLostAt int64
+	// lastListed is the clock of the last listing of the host; listNext
+	// makes the next scan list it.
+	lastListed int64
+	listNext   bool
+	// lastMissed and lastSoon are the clocks of the last scans started for
+	// dropped events and by ScanSoon.
+	lastMissed, lastSoon int64
+}
+
+// startScan starts a scan: it lists the host's pids and queues the reads
+// they need, as decide says for each process.
+//
+// While process and publication events both come, a scan only finds what
+// they could not tell (processes that started or ended unannounced), lists
+// the host once per eventsListInterval and reads the publishers'
+// timestamps once per Config.ReconcileInterval, or at once after events
+// were dropped.
+func (t *Tracker) startScan() {
+	t.runPlans()
+	now := t.clock()
+	d := &t.discovery
+	bothEvents := t.events.live == ProcessEvents|PublicationEvents
+	if bothEvents && !d.fullScan && !d.listNext && d.lastListed != 0 && now-d.lastListed < int64(eventsListInterval) {
+		t.scanWithoutListing()
+		return
+	}
+	d.listNext = false
+	entries, err := t.host.ListPids()
+	t.setListed(err)
+	if err != nil {
+		return
+	}
+	t.gen++
+	s := &scan{gen: t.gen, began: t.now(), listed: true}
+	s.stats.Began, s.stats.Listed, s.stats.Processes = s.began, true, len(entries)
+	t.scan = s
+	d.lastListed = now
+	full := d.fullScan || !bothEvents || d.lastFull == 0 || now-d.lastFull >= int64(t.cfg.ReconcileInterval)
+	if full {
+		d.fullScan, d.lastFull = false, now
+	}
+	b := batcher{t: t, now: now}
+	var rescans []int
+	for _, e := range entries {
+		p := t.procs[e.Pid]
+		if p == nil {
+			p = t.newProc(e.Pid)
+			p.ino = e.Ino
+			b.add(e.Pid, p, causeListing)
+			continue
+		}
+		p.listed = s.gen
+		c := listingCause(p, e.Ino, full)
+		if c == causeNone {
+			if p.ino == 0 {
+				p.ino = e.Ino // known from its fork or exec event
+			}
+			continue
+		}
+		if d, _ := t.decide(p, c, now); d != readNow {
+			continue
+		}
+		switch c {
+		case causeRescan:
+			rescans = append(rescans, e.Pid)
+		case causeListing:
+			p.ino = e.Ino
+			fallthrough
+		default:
+			b.add(e.Pid, p, c)
+		}
+	}
+	// Late publishers: the longest-waiting first, within the budget.
+	slices.SortFunc(rescans, func(a, b int) int { return cmp.Compare(t.procs[a].lookedAt, t.procs[b].lookedAt) })
+	for _, pid := range rescans[:min(len(rescans), t.cfg.RescanBudget)] {
+		b.add(pid, t.procs[pid], causeRescan)
+	}
+	b.flush()
+	if s.pending == 0 {
+		t.finishScan()
+	}
+}
+
+// listingCause says what a listing that found p's pid with the inode ino
+// asks of it: causeListing (a new /proc entry: a new process, or only a
+// new inode for the same one, which procfs may drop and make again; its
+// start time tells), causeRefresh (a publisher, in a full scan),
+// causeRescan (a process without a context) or causeNone.
+func listingCause(p *proc, ino uint64, full bool) cause {
+	switch {
+	case p.start == 0 && p.found == OutcomeNoContext && (p.ino == 0 || p.ino == ino):
+		// Known from its fork or exec event to publish nothing.
+		return causeNone
+	case p.ino != ino || ino == 0 || p.start == 0:
+		return causeListing
+	case p.pub != nil && full:
+		return causeRefresh
+	case p.pub == nil:
+		return causeRescan
+	}
+	return causeNone
+}
+
+// scanWithoutListing is a scan while events tell of every fork and exit:
+// it ends ended publications' grace periods and reports.
+func (t *Tracker) scanWithoutListing() {
+	if err := t.host.CheckProcfs(); err != nil {
+		t.setListed(err)
+		t.discovery.listNext = true // list once it is back: reads failed meanwhile
+		return
+	}
+	if t.health.listFailed() {
+		t.discovery.listNext = true
+		t.startScan() // it is back: the listing clears the problem
+		return
+	}
+	t.gen++
+	t.scan = &scan{gen: t.gen, began: t.now()}
+	t.scan.stats.Began = t.scan.began
+	t.finishScan()
+}
+
+// waitForScan closes done when the scan in progress finishes, at once
+// when none is.
+func (t *Tracker) waitForScan(done chan struct{}) {
+	if t.scan == nil {
+		close(done)
+		return
+	}
+	t.scan.waiters = append(t.scan.waiters, done)
+}
+
+// batcher groups the requests of a scan into jobs.
+type batcher struct {
+	t   *Tracker
+	now int64
+	cur *job
+}
+
+func (b *batcher) add(pid int, p *proc, c cause) {
+	if b.cur == nil {
+		b.cur = b.t.newJob()
+		b.cur.scan = b.t.scan.gen
+	}
+	b.cur.reqs = append(b.cur.reqs, b.t.request(pid, p, c, b.now))
+	if len(b.cur.reqs) == jobSize {
+		b.flush()
+	}
+}
+
+func (b *batcher) flush() {
+	if b.cur != nil {
+		b.t.enqueue(b.cur)
+		b.cur = nil
+	}
+}
+
+// newJob returns an empty job, reusing one whose reads are done.
+func (t *Tracker) newJob() *job {
+	if n := len(t.freeJobs); n > 0 {
+		j := t.freeJobs[n-1]
+		t.freeJobs = t.freeJobs[:n-1]
+		return j
+	}
+	return &job{reqs: make([]request, 0, jobSize)}
+}
+
+// recycle keeps a job whose reads are all done for reuse. A stalled job is
+// not: its reader may still write into it.
+func (t *Tracker) recycle(j *job) {
+	if j.state != jobDone || cap(j.reqs) != jobSize || len(t.freeJobs) >= maxFreeJobs {
+		return
+	}
+	clear(j.reqs)
+	*j = job{reqs: j.reqs[:0]}
+	t.freeJobs = append(t.freeJobs, j)
+}
+
+// enqueue queues a job for the pool, counting it in the scan it belongs
+// to.
+func (t *Tracker) enqueue(j *job) {
+	if j.scan != 0 && t.scan != nil && j.scan == t.scan.gen {
+		t.scan.pending++
+	}
+	if j.urgent {
+		t.urgent = append(t.urgent, j)
+	} else {
+		t.backlog = append(t.backlog, j)
+	}
+}
+
+// jobBack counts a job of a scan as back; the scan finishes with its last.
+func (t *Tracker) jobBack(j *job) {
+	if j.scan != 0 && t.scan != nil && j.scan == t.scan.gen {
+		if t.scan.pending--; t.scan.pending == 0 {
+			t.finishScan()
+		}
+	}
+}
+
+// sweep forgets the processes a listing did not list and counts those
+// that cannot be read, for the scan's stats and reports.
+func (t *Tracker) sweep(s *scan) {
+	for pid, p := range t.procs {
+		if p.listed != s.gen && p.reading == causeNone {
+			t.forget(pid, p)
+			continue
+		}
+		switch {
+		case p.quarantined():
+			s.stats.Quarantined++
+			t.reports.quarantined(pid)
+		case p.pub == nil && p.found == OutcomePermissionDenied:
+			s.stats.Denied++
+			t.reports.denied(pid)
+		}
+	}
+}
+
+// finishScan sweeps the processes the scan's listing did not list, ends
+// the grace periods that passed, reports, and wakes who waited for it.
+func (t *Tracker) finishScan() {
+	s := t.scan
+	if s.listed { // nothing listed: nothing to sweep or count
+		t.sweep(s)
+		t.setScanned(s.stats.Denied)
+	}
+	t.expire()
+	s.stats.Publishers = t.livePub
+	s.stats.Retained = len(t.ended)
+	s.stats.Tracked = len(t.procs) + s.stats.Retained
+	// Every read since the last scan: the scan's, and those of events and
+	// probes between scans.
+	s.stats.Reads, t.reads = t.reads, [NumOutcomes]int64{}
+	s.stats.Duration = t.now().Sub(s.began)
+	first := !t.scanned
+	if first {
+		t.scanned = true
+		t.changed = true // snapshots say Scanned from now on
+	}
+	t.scan = nil
+	t.pendingStats = &s.stats
+	if j := t.reports.due(t.now(), t.cfg); j != nil {
+		t.enqueue(j)
+	}
+	t.flush()
+	if first {
+		close(t.ready) // after the flush: whoever it wakes finds the first scan in the snapshot
+	}
+	for _, done := range s.waiters {
+		close(done)
+	}
+	if next := t.afterScan; len(next) > 0 {
+		t.afterScan = nil
+		t.startScan()
+		for _, done := range next {
+			t.waitForScan(done)
+		}
+	}
+}
+
+// expire ends the grace periods that passed.
+func (t *Tracker) expire() {
+	now := t.clock()
+	n := 0
+	for n < len(t.ended) && now >= t.ended[n].until {
+		e := t.ended[n].p
+		if t.pubs[e.PID] == e {
+			delete(t.pubs, e.PID)
+			t.changed = true
+		}
+		t.ended[n] = endedPub{}
+		n++
+	}
+	t.ended = t.ended[n:]
+}
