@@ -23,6 +23,7 @@ func TestLoadConfig(t *testing.T) {
 	full.RootPath = "/hostfs"
 	full.MaxPayloadSize = 32768
 	full.Discovery = tracker.DiscoveryPoll
+	full.PublicationEvents = "syscall_tracepoints"
 	full.CollectionInterval = 5 * time.Second
 	full.InitialDelay = time.Second
 	full.Timeout = 30 * time.Second
@@ -47,6 +48,7 @@ func TestLoadConfig(t *testing.T) {
 			// The keys as the user wrote them, not the struct's path.
 			`root_path must be an absolute path, got "hostfs"`,
 			`discovery must be "auto", "events" or "poll", got "ebpf"`,
+			`publication_events must be "auto", "fexit", "syscall_tracepoints", "raw_sys_exit" or "none", got "sys_exit"`,
 			"collection_interval must be positive, got 0s",
 			"grace_period must not be negative, got -1s",
 			"recheck_interval must be positive, got 0s",

@@ -14,7 +14,7 @@ import (
 // this kernel accepts attached.
 func benchMechanisms(b *testing.B, f func(b *testing.B, w *Watcher)) {
 	b.Run("detached", func(b *testing.B) { f(b, nil) })
-	for _, m := range []Mechanism{Fexit, SyscallTracepoint} {
+	for _, m := range mechanisms {
 		b.Run(m.String(), func(b *testing.B) { f(b, mustLoad(b, Options{Mechanism: m})) })
 	}
 }
@@ -65,7 +65,7 @@ func BenchmarkOtherSyscall(b *testing.B) {
 
 // BenchmarkEvent is one prctl naming OTEL_CTX and reading its event.
 func BenchmarkEvent(b *testing.B) {
-	for _, m := range []Mechanism{Fexit, SyscallTracepoint} {
+	for _, m := range mechanisms {
 		b.Run(m.String(), func(b *testing.B) {
 			w := mustLoad(b, Options{Mechanism: m})
 			self := os.Getpid()

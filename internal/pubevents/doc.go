@@ -28,38 +28,55 @@
 // (memfd_create does, before the program reads it). Track entries stay
 // until Untrack, also after the process exits.
 //
-// # Mechanisms
+// # Mechanisms, by what they cost the host's other processes
 //
-// Fexit attaches one program to each of __x64_sys_prctl,
+// Fexit, the default, attaches one program to each of __x64_sys_prctl,
 // __x64_sys_memfd_create and __x64_sys_munmap: no other syscall pays
-// anything. It needs BPF trampolines, which some kernels refuse even to
-// root, with EPERM (the development VM's kernel does). SyscallTracepoint attaches to the raw sys_exit
-// tracepoint instead: every syscall of the host then takes the traced
-// path and runs the program (25-45 ns more each in a micro-benchmark of the
-// program, about 150 ns per getppid with the collector running, measured on the
-// development VM). Auto, the default, tries Fexit first; FallbackReason
-// says why it fell back.
+// anything. It needs BPF trampolines. The development VM's kernel refuses
+// them with EPERM even to root, for every target (vfs_read as well) and
+// for BPF LSM programs too, and it refuses ftrace's function tracer the
+// same way (writing "function" to tracefs's current_tracer fails with
+// EPERM): that kernel does not let anything patch function entries, so
+// the refusal is the kernel's, not this program's.
+//
+// SyscallTracepoints attaches to the exit events of the three syscalls
+// (syscalls/sys_exit_prctl, …): only they run a program, which finds the
+// arguments in the task's saved user registers. But while any syscall
+// event is enabled every syscall of every task takes the kernel's slower
+// traced path: about 30 ns more per getppid on the development VM (1.2x–1.3x).
+// The events' ids come from tracefs: a mounted one (/sys/kernel/tracing or
+// /sys/kernel/debug/tracing) or, with CAP_SYS_ADMIN, a tracefs mount
+// attached nowhere (fsmount), so a host without tracefs mounted needs no
+// change.
+//
+// RawSysExit attaches to the raw sys_exit tracepoint: every syscall of the
+// host takes the traced path and runs the program (about 80 ns more per
+// getppid on the development VM, 1.6x–1.7x).
+//
+// Mechanism.HostCost says this for start-up lines; BenchmarkHostCost in
+// test/e2e measures it.
 //
 // # Requirements
 //
-// Linux 5.11 or later on x86_64 with kernel BTF (/sys/kernel/btf/vmlinux),
-// and CAP_BPF with CAP_PERFMON, or root. Neither kprobes nor tracefs are
-// used. BPF memory is charged to the memory cgroup, not RLIMIT_MEMLOCK,
-// which this package leaves alone (the "MEMLOCK may be too low" hint in
-// some errors comes from cilium/ebpf and is moot on these kernels).
+// Linux 5.15 or later on x86_64 with kernel BTF (/sys/kernel/btf/vmlinux),
+// and CAP_BPF with CAP_PERFMON, or root; kprobes are not used, tracefs only
+// by SyscallTracepoints. BPF memory is charged to the memory cgroup, not
+// RLIMIT_MEMLOCK, which this package leaves alone (errors leave out the
+// "MEMLOCK may be too low" hint cilium/ebpf adds: it is moot on these
+// kernels).
 //
 // # Errors
 //
 // Load returns an error wrapping ErrPermission when the kernel refused for
-// lack of privilege (EPERM: missing capabilities, lockdown, or with Fexit
-// alone a kernel refusing trampolines), and ErrUnsupported when this
-// system cannot run the programs (another OS or architecture, no kernel
-// BTF, no attach target); both also wrap the underlying error. Any other
-// Load error is unexpected, such as a verifier rejection, whose log it
-// carries. With Auto, the error is the tracepoint's, the fexit error is in
-// its text. Read returns ErrClosed after Close, os.ErrDeadlineExceeded
-// when the deadline of SetDeadline passed, and for a record it cannot
-// parse (it never should) an error after which the Watcher is still
-// usable. Track returns an error wrapping ErrTrackFull when the tracked
-// map is full, and ErrClosed after Close.
+// lack of privilege (EPERM without CAP_BPF and CAP_PERFMON, or lockdown),
+// and ErrUnsupported when this system cannot run the programs (another OS
+// or architecture, no kernel BTF, no attach target, no syscall events, or
+// with Fexit an EPERM despite those capabilities: a kernel refusing
+// trampolines); both also wrap the underlying error.
+// Any other Load error is unexpected, such as a verifier rejection, whose
+// log it carries. Read returns ErrClosed after Close,
+// os.ErrDeadlineExceeded when the deadline of SetDeadline passed, and for
+// a record it cannot parse (it never should) an error after which the
+// Watcher is still usable. Track returns an error wrapping ErrTrackFull
+// when the tracked map is full, and ErrClosed after Close.
 package pubevents

@@ -46,7 +46,7 @@ func mustLoad(t testing.TB, opts Options) *Watcher {
 	requireHost(t)
 	w, err := Load(opts)
 	if err != nil {
-		if opts.Mechanism != Auto && (errors.Is(err, ErrUnsupported) || errors.Is(err, ErrPermission)) {
+		if errors.Is(err, ErrUnsupported) || errors.Is(err, ErrPermission) {
 			t.Skipf("%s unavailable here: %v", opts.Mechanism, err)
 		}
 		t.Fatalf("Load: %+v", err)
@@ -59,10 +59,37 @@ func mustLoad(t testing.TB, opts Options) *Watcher {
 	return w
 }
 
+// loadCheapest loads, with opts, the first of mechanisms this kernel
+// allows, for tests of what all of them share.
+func loadCheapest(t testing.TB, opts Options) *Watcher {
+	t.Helper()
+	requireHost(t)
+	var errs []error
+	for _, m := range mechanisms {
+		opts.Mechanism = m
+		w, err := Load(opts)
+		if err == nil {
+			t.Cleanup(func() {
+				if err := w.Close(); err != nil {
+					t.Error(err)
+				}
+			})
+			return w
+		}
+		errs = append(errs, err)
+	}
+	t.Skipf("no mechanism loads here: %v", errors.Join(errs...))
+	return nil
+}
+
+// mechanisms are those tests and benchmarks try, each where the kernel
+// allows it.
+var mechanisms = []Mechanism{Fexit, SyscallTracepoints, RawSysExit}
+
 // forEachMechanism runs f once per mechanism, skipping those this kernel
 // refuses.
 func forEachMechanism(t *testing.T, f func(t *testing.T, opts Options)) {
-	for _, m := range []Mechanism{Fexit, SyscallTracepoint} {
+	for _, m := range mechanisms {
 		t.Run(m.String(), func(t *testing.T) { f(t, Options{Mechanism: m}) })
 	}
 }

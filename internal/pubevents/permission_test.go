@@ -26,13 +26,15 @@ func TestLoadAsHelper(t *testing.T) {
 	if os.Getenv(helperEnv) != "load" {
 		t.Skip("only runs as a helper process")
 	}
-	w, err := Load(Options{})
-	if err == nil {
-		_ = w.Close()
-	}
-	fmt.Printf("load=%s\n", errorKind(err))
-	if err != nil {
-		t.Log(err)
+	for _, m := range mechanisms {
+		w, err := Load(Options{Mechanism: m})
+		if err == nil {
+			_ = w.Close()
+		}
+		fmt.Printf("load %s=%s\n", m, errorKind(err))
+		if err != nil {
+			t.Log(err)
+		}
 	}
 }
 
@@ -59,7 +61,9 @@ func TestPermissionDenied(t *testing.T) {
 	if err != nil {
 		t.Fatalf("helper: %v\n%s", err, out)
 	}
-	if !strings.Contains(string(out), "load=permission\n") {
-		t.Fatalf("Load as uid %d without capabilities, want ErrPermission:\n%s", nobody, out)
+	for _, m := range mechanisms {
+		if !strings.Contains(string(out), "load "+m.String()+"=permission\n") {
+			t.Errorf("Load of %s as uid %d without capabilities, want ErrPermission:\n%s", m, nobody, out)
+		}
 	}
 }

@@ -56,38 +56,70 @@ var (
 	ErrTrackFull   = errors.New("pubevents: tracked map is full")
 )
 
-// Mechanism is how the programs are attached to the syscalls.
+// Mechanism is how the programs are attached to the syscalls. Its String
+// is the name configurations use. The cheapest for the host comes first;
+// only Fexit costs the host's other processes nothing.
 type Mechanism uint8
 
 const (
-	// Auto uses Fexit, or SyscallTracepoint where the kernel refuses BPF
-	// trampolines.
-	Auto Mechanism = iota
 	// Fexit attaches one program to each of the three syscalls' entry
-	// points: no other syscall pays anything.
-	Fexit
-	// SyscallTracepoint attaches to the raw sys_exit tracepoint: it needs
-	// no trampoline, but every syscall of the host then takes the traced
-	// (slower) path and runs the program.
-	SyscallTracepoint
+	// points: no other syscall pays anything. It needs BPF trampolines.
+	Fexit Mechanism = iota
+	// SyscallTracepoints attaches to the exit events of the three syscalls
+	// (tracefs's syscalls/sys_exit_*): only they run a program, but while
+	// any syscall event is enabled every syscall of the host takes the
+	// kernel's slower traced path. It reads the events' ids from tracefs
+	// (a mounted one, or one it mounts nowhere, which needs CAP_SYS_ADMIN).
+	SyscallTracepoints
+	// RawSysExit attaches to the raw sys_exit tracepoint: no trampoline, no
+	// tracefs, but every syscall of the host takes the traced path and runs
+	// the program.
+	RawSysExit
 )
 
 func (m Mechanism) String() string {
 	switch m {
-	case Auto:
-		return "auto"
 	case Fexit:
 		return "fexit"
-	case SyscallTracepoint:
-		return "syscall tracepoint"
+	case SyscallTracepoints:
+		return "syscall_tracepoints"
+	case RawSysExit:
+		return "raw_sys_exit"
 	}
 	return "mechanism(" + strconv.Itoa(int(m)) + ")"
+}
+
+// HostCost says what the mechanism costs the host's other processes, as
+// measured on the development VM (BENCHMARKS.md, "Cost to the host"), in
+// words for an operator.
+func (m Mechanism) HostCost() string {
+	switch m {
+	case Fexit:
+		return "a program runs after prctl, memfd_create and munmap only: no other syscall pays anything"
+	case SyscallTracepoints:
+		return "every syscall of every process on the host takes the kernel's slower traced path while it runs: " +
+			"about 30 ns more per syscall on the development VM (a getppid 1.2x–1.3x)"
+	case RawSysExit:
+		return "every syscall of every process on the host runs the program: " +
+			"about 80 ns more per syscall on the development VM (a getppid 1.6x–1.7x)"
+	}
+	return ""
+}
+
+// ParseMechanism returns the mechanism String names.
+func ParseMechanism(name string) (Mechanism, error) {
+	for m := Fexit; m <= RawSysExit; m++ {
+		if m.String() == name {
+			return m, nil
+		}
+	}
+	return Fexit, fmt.Errorf("pubevents: unknown mechanism %q (fexit, syscall_tracepoints or raw_sys_exit)", name)
 }
 
 // Options select the mechanism and size the BPF maps; zero values select
 // the defaults.
 type Options struct {
-	// Mechanism is Auto by default.
+	// Mechanism is Fexit by default.
 	Mechanism Mechanism
 	// RingSize is the ring buffer's size in bytes: a power of two and a
 	// multiple of the page size. Default 256 KiB, room for 8192 events.
@@ -111,7 +143,7 @@ func (o Options) withDefaults() (Options, error) {
 	if page := os.Getpagesize(); o.RingSize < page || o.RingSize&(o.RingSize-1) != 0 || o.RingSize > 1<<30 {
 		return o, fmt.Errorf("pubevents: ring size %d is not a power of two between %d and 1 GiB", o.RingSize, page)
 	}
-	if o.Mechanism > SyscallTracepoint {
+	if o.Mechanism > RawSysExit {
 		return o, fmt.Errorf("pubevents: unknown %s", o.Mechanism)
 	}
 	if o.MaxTracked < 1 || o.MaxTracked > 1<<20 {

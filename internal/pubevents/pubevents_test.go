@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"runtime"
+	"strings"
 	"testing"
 )
 
@@ -54,21 +55,32 @@ func TestStrings(t *testing.T) {
 			t.Errorf("Kind(%d) = %q, want %q", k, got, want)
 		}
 	}
-	for m, want := range map[Mechanism]string{Auto: "auto", Fexit: "fexit", SyscallTracepoint: "syscall tracepoint", 7: "mechanism(7)"} {
+	for m, want := range map[Mechanism]string{Fexit: "fexit", SyscallTracepoints: "syscall_tracepoints", RawSysExit: "raw_sys_exit", 7: "mechanism(7)"} {
 		if got := m.String(); got != want {
 			t.Errorf("Mechanism(%d) = %q, want %q", m, got, want)
 		}
 	}
 }
 
+func TestParseMechanism(t *testing.T) {
+	for m := Fexit; m <= RawSysExit; m++ {
+		if got, err := ParseMechanism(m.String()); err != nil || got != m {
+			t.Errorf("ParseMechanism(%q) = %v, %v", m.String(), got, err)
+		}
+	}
+	if _, err := ParseMechanism("sys_exit"); err == nil || !strings.Contains(err.Error(), "syscall_tracepoints") {
+		t.Errorf("ParseMechanism(sys_exit) = %v, want an error naming the choices", err)
+	}
+}
+
 func TestOptions(t *testing.T) {
 	o, err := Options{}.withDefaults()
-	if err != nil || o.RingSize != defaultRingSize || o.MaxTracked != defaultMaxTracked || o.Mechanism != Auto {
+	if err != nil || o.RingSize != defaultRingSize || o.MaxTracked != defaultMaxTracked || o.Mechanism != Fexit {
 		t.Fatalf("defaults: %+v, %v", o, err)
 	}
 	for _, bad := range []Options{
 		{RingSize: 1000}, {RingSize: 2048}, {RingSize: 3 * 4096}, {RingSize: -4096}, {RingSize: math.MaxInt},
-		{MaxTracked: -1}, {MaxTracked: 1<<20 + 1}, {Mechanism: 3},
+		{MaxTracked: -1}, {MaxTracked: 1<<20 + 1}, {Mechanism: RawSysExit + 1},
 	} {
 		if _, err := bad.withDefaults(); err == nil {
 			t.Errorf("%+v accepted", bad)

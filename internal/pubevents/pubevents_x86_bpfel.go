@@ -23,13 +23,16 @@ type pubeventsTrackedRange struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	pubeventsMapEvents         = "events"
-	pubeventsMapLost           = "lost"
-	pubeventsMapTracked        = "tracked"
-	pubeventsProgOnMemfdCreate = "on_memfd_create"
-	pubeventsProgOnMunmap      = "on_munmap"
-	pubeventsProgOnPrctl       = "on_prctl"
-	pubeventsProgOnSysExit     = "on_sys_exit"
+	pubeventsMapEvents             = "events"
+	pubeventsMapLost               = "lost"
+	pubeventsMapTracked            = "tracked"
+	pubeventsProgOnExitMemfdCreate = "on_exit_memfd_create"
+	pubeventsProgOnExitMunmap      = "on_exit_munmap"
+	pubeventsProgOnExitPrctl       = "on_exit_prctl"
+	pubeventsProgOnMemfdCreate     = "on_memfd_create"
+	pubeventsProgOnMunmap          = "on_munmap"
+	pubeventsProgOnPrctl           = "on_prctl"
+	pubeventsProgOnSysExit         = "on_sys_exit"
 )
 
 // loadPubevents returns the embedded CollectionSpec for pubevents.
@@ -74,10 +77,13 @@ type pubeventsSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type pubeventsProgramSpecs struct {
-	OnMemfdCreate *ebpf.ProgramSpec `ebpf:"on_memfd_create"`
-	OnMunmap      *ebpf.ProgramSpec `ebpf:"on_munmap"`
-	OnPrctl       *ebpf.ProgramSpec `ebpf:"on_prctl"`
-	OnSysExit     *ebpf.ProgramSpec `ebpf:"on_sys_exit"`
+	OnExitMemfdCreate *ebpf.ProgramSpec `ebpf:"on_exit_memfd_create"`
+	OnExitMunmap      *ebpf.ProgramSpec `ebpf:"on_exit_munmap"`
+	OnExitPrctl       *ebpf.ProgramSpec `ebpf:"on_exit_prctl"`
+	OnMemfdCreate     *ebpf.ProgramSpec `ebpf:"on_memfd_create"`
+	OnMunmap          *ebpf.ProgramSpec `ebpf:"on_munmap"`
+	OnPrctl           *ebpf.ProgramSpec `ebpf:"on_prctl"`
+	OnSysExit         *ebpf.ProgramSpec `ebpf:"on_sys_exit"`
 }
 
 // pubeventsMapSpecs contains maps before they are loaded into the kernel.
@@ -138,14 +144,20 @@ type pubeventsVariables struct {
 //
 // It can be passed to loadPubeventsObjects or ebpf.CollectionSpec.LoadAndAssign.
 type pubeventsPrograms struct {
-	OnMemfdCreate *ebpf.Program `ebpf:"on_memfd_create"`
-	OnMunmap      *ebpf.Program `ebpf:"on_munmap"`
-	OnPrctl       *ebpf.Program `ebpf:"on_prctl"`
-	OnSysExit     *ebpf.Program `ebpf:"on_sys_exit"`
+	OnExitMemfdCreate *ebpf.Program `ebpf:"on_exit_memfd_create"`
+	OnExitMunmap      *ebpf.Program `ebpf:"on_exit_munmap"`
+	OnExitPrctl       *ebpf.Program `ebpf:"on_exit_prctl"`
+	OnMemfdCreate     *ebpf.Program `ebpf:"on_memfd_create"`
+	OnMunmap          *ebpf.Program `ebpf:"on_munmap"`
+	OnPrctl           *ebpf.Program `ebpf:"on_prctl"`
+	OnSysExit         *ebpf.Program `ebpf:"on_sys_exit"`
 }
 
 func (p *pubeventsPrograms) Close() error {
 	return _PubeventsClose(
+		p.OnExitMemfdCreate,
+		p.OnExitMunmap,
+		p.OnExitPrctl,
 		p.OnMemfdCreate,
 		p.OnMunmap,
 		p.OnPrctl,

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -28,8 +29,6 @@ type Watcher struct {
 	links     []link.Link
 	rd        *ringbuf.Reader
 	mechanism Mechanism
-	// fallbackReason is why Auto did not use Fexit.
-	fallbackReason error
 
 	// readMu serializes Read, which reuses rec.
 	readMu sync.Mutex
@@ -43,10 +42,24 @@ type Watcher struct {
 
 // programs returns the programs of a mechanism.
 func programs(m Mechanism) []string {
-	if m == Fexit {
+	switch m {
+	case Fexit:
 		return []string{pubeventsProgOnPrctl, pubeventsProgOnMemfdCreate, pubeventsProgOnMunmap}
+	case SyscallTracepoints:
+		return []string{pubeventsProgOnExitPrctl, pubeventsProgOnExitMemfdCreate, pubeventsProgOnExitMunmap}
 	}
 	return []string{pubeventsProgOnSysExit}
+}
+
+// The syscalls the programs watch, by program: the fexit target is the
+// syscall's entry point, the tracepoint its exit event.
+var syscallOf = map[string]string{
+	pubeventsProgOnPrctl:           "prctl",
+	pubeventsProgOnMemfdCreate:     "memfd_create",
+	pubeventsProgOnMunmap:          "munmap",
+	pubeventsProgOnExitPrctl:       "prctl",
+	pubeventsProgOnExitMemfdCreate: "memfd_create",
+	pubeventsProgOnExitMunmap:      "munmap",
 }
 
 // Load loads the programs, attaches them and opens the ring buffer. See the
@@ -64,31 +77,11 @@ func Load(opts Options) (*Watcher, error) {
 	spec.Maps[pubeventsMapTracked].MaxEntries = uint32(opts.MaxTracked)
 	// The fexit targets are chosen here, not in the C sections, so that
 	// another architecture only needs its own prefix (and registers in C).
-	for prog, fn := range map[string]string{
-		pubeventsProgOnPrctl:       "prctl",
-		pubeventsProgOnMemfdCreate: "memfd_create",
-		pubeventsProgOnMunmap:      "munmap",
-	} {
-		spec.Programs[prog].AttachTo = syscallPrefix + fn
+	for _, prog := range programs(Fexit) {
+		spec.Programs[prog].AttachTo = syscallPrefix + syscallOf[prog]
 	}
 
-	if opts.Mechanism != Auto {
-		return load(spec, opts.Mechanism)
-	}
-	w, fexitErr := load(spec, Fexit)
-	if fexitErr == nil {
-		return w, nil
-	}
-	// Whatever the reason: kernels that refuse trampolines answer EPERM
-	// even to root, or ENOTSUPP, and only the tracepoint tells that apart
-	// from missing privilege; its error is the one that counts.
-	w, err = load(spec, SyscallTracepoint)
-	if err != nil {
-		// Only the tracepoint's kind is wrapped: callers branch on one.
-		return nil, fmt.Errorf("%w (and with fexit: %s)", err, fexitErr.Error())
-	}
-	w.fallbackReason = fexitErr
-	return w, nil
+	return load(spec, opts.Mechanism)
 }
 
 // load loads and attaches the programs of one mechanism, with their own
@@ -114,14 +107,9 @@ func load(spec *ebpf.CollectionSpec, m Mechanism) (*Watcher, error) {
 		lost:      coll.Maps[pubeventsMapLost],
 		mechanism: m,
 	}
-	for _, name := range programs(m) {
-		ps := spec.Programs[name]
-		l, err := link.AttachTracing(link.TracingOptions{Program: coll.Programs[name], AttachType: ps.AttachType})
-		if err != nil {
-			_ = w.Close()
-			return nil, classify(m, "attach to "+ps.AttachTo, err)
-		}
-		w.links = append(w.links, l)
+	if err := w.attach(spec); err != nil {
+		_ = w.Close()
+		return nil, classify(m, "attach", err)
 	}
 	w.rd, err = ringbuf.NewReader(coll.Maps[pubeventsMapEvents])
 	if err != nil {
@@ -131,20 +119,51 @@ func load(spec *ebpf.CollectionSpec, m Mechanism) (*Watcher, error) {
 	return w, nil
 }
 
-// Mechanism returns how the programs are attached.
-func (w *Watcher) Mechanism() Mechanism { return w.mechanism }
+// attach links the loaded programs of w's mechanism to their targets.
+func (w *Watcher) attach(spec *ebpf.CollectionSpec) error {
+	tracefs := -1
+	if w.mechanism == SyscallTracepoints {
+		fd, err := openTracefs()
+		if err != nil {
+			return err
+		}
+		tracefs = fd
+		defer func() { _ = unix.Close(tracefs) }()
+	}
+	for _, name := range programs(w.mechanism) {
+		l, err := w.attachProgram(spec, name, tracefs)
+		if err != nil {
+			return err
+		}
+		w.links = append(w.links, l)
+	}
+	return nil
+}
 
-// FallbackReason returns the error that made Auto fall back from Fexit to
-// SyscallTracepoint, nil otherwise: worth a log line, since every syscall
-// of the host then pays for the tracepoint.
-func (w *Watcher) FallbackReason() error { return w.fallbackReason }
+// attachProgram links one program: to its syscall's exit event when
+// tracefs (a tracefs root) is open, else as its spec says.
+func (w *Watcher) attachProgram(spec *ebpf.CollectionSpec, name string, tracefs int) (link.Link, error) {
+	prog := w.coll.Programs[name]
+	if tracefs >= 0 {
+		return attachSyscallExit(tracefs, prog, syscallOf[name])
+	}
+	ps := spec.Programs[name]
+	l, err := link.AttachTracing(link.TracingOptions{Program: prog, AttachType: ps.AttachType})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", ps.AttachTo, err)
+	}
+	return l, nil
+}
 
 // classify wraps err with context and, where it applies, the sentinel a
 // caller branches on.
 func classify(m Mechanism, what string, err error) error {
+	err = withoutMemlockHint{err}
 	switch {
+	case errors.Is(err, unix.EPERM) && m == Fexit && canTrace():
+		return fmt.Errorf("%w: this kernel refuses BPF trampolines, even with CAP_BPF and CAP_PERFMON: %s: %s: %w", ErrUnsupported, m, what, err)
 	case errors.Is(err, unix.EPERM) && m == Fexit:
-		return fmt.Errorf("%w, or BPF trampolines are refused: %s: %s: %w", ErrPermission, m, what, err)
+		return fmt.Errorf("%w, or this kernel refuses BPF trampolines: %s: %s: %w", ErrPermission, m, what, err)
 	case errors.Is(err, unix.EPERM):
 		return fmt.Errorf("%w: %s: %s: %w", ErrPermission, m, what, err)
 	case errors.Is(err, ebpf.ErrNotSupported), errors.Is(err, errnoENOTSUPP), errors.Is(err, unix.EOPNOTSUPP):
@@ -152,6 +171,32 @@ func classify(m Mechanism, what string, err error) error {
 	}
 	return fmt.Errorf("pubevents: %s: %s: %w", m, what, err)
 }
+
+// canTrace reports whether this process has CAP_BPF and CAP_PERFMON (or
+// CAP_SYS_ADMIN, which implies both): an EPERM from the kernel is then not
+// about privilege.
+func canTrace() bool {
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return false
+	}
+	has := func(c int) bool { return data[c/32].Effective&(1<<(c%32)) != 0 }
+	return has(unix.CAP_SYS_ADMIN) || has(unix.CAP_BPF) && has(unix.CAP_PERFMON)
+}
+
+// memlockHint is what cilium/ebpf adds to EPERM for kernels that charged
+// BPF memory to RLIMIT_MEMLOCK; on the kernels this package runs on
+// (5.11+) memory cgroups are charged instead, and the hint misleads.
+const memlockHint = " (MEMLOCK may be too low, consider rlimit.RemoveMemlock)"
+
+// withoutMemlockHint is an error without memlockHint in its text.
+type withoutMemlockHint struct{ error }
+
+func (e withoutMemlockHint) Error() string {
+	return strings.ReplaceAll(e.error.Error(), memlockHint, "")
+}
+func (e withoutMemlockHint) Unwrap() error { return e.error }
 
 // Read blocks until the next event and stores it in ev. It returns
 // ErrClosed once Close was called (also to a Read blocked in it), and

@@ -40,11 +40,8 @@ func (w *Watcher) Track(pid int, addr, length uint64) error {
 // Untrack returns ErrUnsupported.
 func (w *Watcher) Untrack(int) error { return ErrUnsupported }
 
-// Mechanism returns Auto.
-func (w *Watcher) Mechanism() Mechanism { return Auto }
-
-// FallbackReason returns nil.
-func (w *Watcher) FallbackReason() error { return nil }
+// Mechanism returns Fexit.
+func (w *Watcher) Mechanism() Mechanism { return Fexit }
 
 // Close does nothing.
 func (w *Watcher) Close() error { return nil }

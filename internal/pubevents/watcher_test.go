@@ -274,7 +274,7 @@ func TestLost(t *testing.T) {
 }
 
 func TestTrack(t *testing.T) {
-	w := mustLoad(t, Options{MaxTracked: 2})
+	w := loadCheapest(t, Options{MaxTracked: 2})
 	if err := w.Track(1, 0x1000, page); err != nil {
 		t.Fatal(err)
 	}
@@ -310,11 +310,7 @@ func TestTrack(t *testing.T) {
 }
 
 func TestCloseUnblocksRead(t *testing.T) {
-	requireHost(t)
-	w, err := Load(Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := loadCheapest(t, Options{})
 	done := make(chan error, 1)
 	go func() {
 		var ev Event
@@ -372,33 +368,11 @@ func drain(t testing.TB, w *Watcher) {
 }
 
 func TestDeadline(t *testing.T) {
-	w := mustLoad(t, Options{})
+	w := loadCheapest(t, Options{})
 	drain(t, w)
 	ctx := cstr("OTEL_CTX")
 	prctlName(unix.PR_SET_VMA, unix.PR_SET_VMA_ANON_NAME, 0x1000, 0x2000, ctx)
 	expect(t, w, Event{Kind: Publish, PID: os.Getpid(), Addr: 0x1000, Len: 0x2000}, os.Getpid())
-}
-
-func TestAutoPrefersFexit(t *testing.T) {
-	requireHost(t)
-	fexit, fexitErr := Load(Options{Mechanism: Fexit})
-	if fexitErr == nil {
-		if err := fexit.Close(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	w := mustLoad(t, Options{})
-	want := Fexit
-	if fexitErr != nil {
-		want = SyscallTracepoint
-		t.Logf("fexit refused here: %v", fexitErr)
-	}
-	if got := w.Mechanism(); got != want {
-		t.Fatalf("Auto chose %s, want %s", got, want)
-	}
-	if got := w.FallbackReason(); (got == nil) != (fexitErr == nil) {
-		t.Fatalf("FallbackReason() = %v, fexit alone gave %v", got, fexitErr)
-	}
 }
 
 // TestNoAllocationPerEvent: Read does not allocate in the steady state.

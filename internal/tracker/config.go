@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/processctx/otelcol-processctx/internal/otep"
+	"github.com/processctx/otelcol-processctx/internal/pubevents"
 )
 
 // Config is a tracker's configuration. Its keys are the process_context
@@ -22,6 +23,12 @@ type Config struct {
 	// the privileges and the kernel allow), DiscoveryEvents (all, or fail)
 	// or DiscoveryPoll (none).
 	Discovery Discovery `mapstructure:"discovery"`
+	// PublicationEvents chooses the eBPF source of publication events by
+	// what it costs the host's other processes: "auto" (fexit where the
+	// kernel allows it, else none), "fexit", "syscall_tracepoints" and
+	// "raw_sys_exit" (each slows every syscall of the host: never chosen
+	// by auto) or "none". Not used with discovery: poll.
+	PublicationEvents string `mapstructure:"publication_events"`
 	// CollectionInterval is the time between scans of the host.
 	CollectionInterval time.Duration `mapstructure:"collection_interval"`
 	// InitialDelay is the wait before the first scan.
@@ -78,6 +85,7 @@ func DefaultConfig() Config {
 		RootPath:           "/",
 		MaxPayloadSize:     otep.DefaultLimits().MaxPayloadSize,
 		Discovery:          DiscoveryAuto,
+		PublicationEvents:  AutoPublicationEvents,
 		CollectionInterval: 10 * time.Second,
 		RescanInterval:     30 * time.Second,
 		RescanMaxInterval:  10 * time.Minute,
@@ -92,6 +100,14 @@ func DefaultConfig() Config {
 		MaxStalled:         32,
 	}
 }
+
+// PublicationEvents values besides the pubevents mechanisms' names.
+const (
+	// AutoPublicationEvents: fexit where the kernel allows it, else none.
+	AutoPublicationEvents = "auto"
+	// NoPublicationEvents: no eBPF program.
+	NoPublicationEvents = "none"
+)
 
 // Discovery is how a tracker learns of processes and publications.
 type Discovery string
@@ -130,6 +146,12 @@ func (c *Config) Validate() error {
 	case DiscoveryAuto, DiscoveryEvents, DiscoveryPoll:
 	default:
 		errs = append(errs, fmt.Errorf("discovery must be %q, %q or %q, got %q", DiscoveryAuto, DiscoveryEvents, DiscoveryPoll, c.Discovery))
+	}
+	if c.PublicationEvents != AutoPublicationEvents && c.PublicationEvents != NoPublicationEvents {
+		if _, err := pubevents.ParseMechanism(c.PublicationEvents); err != nil {
+			errs = append(errs, fmt.Errorf("publication_events must be %q, %q, %q, %q or %q, got %q", AutoPublicationEvents,
+				pubevents.Fexit, pubevents.SyscallTracepoints, pubevents.RawSysExit, NoPublicationEvents, c.PublicationEvents))
+		}
 	}
 	positive("collection_interval", c.CollectionInterval)
 	notNegative("initial_delay", c.InitialDelay)

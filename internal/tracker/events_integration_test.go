@@ -32,6 +32,9 @@ func liveTracker(t *testing.T, discovery tracker.Discovery) (*tracker.Tracker, *
 	pubtest.RequireRoot(t)
 	cfg := tracker.DefaultConfig()
 	cfg.Discovery = discovery
+	if discovery == tracker.DiscoveryEvents {
+		cfg.PublicationEvents = trackertest.PublicationEvents(t)
+	}
 	cfg.RescanInterval, cfg.RescanMaxInterval = time.Hour, time.Hour
 	cfg.CollectionInterval = time.Hour
 	if discovery == tracker.DiscoveryPoll {
@@ -303,4 +306,27 @@ func TestLiveShortLivedPublishersFromAShell(t *testing.T) {
 			}
 		})
 	}
+}
+
+// At its defaults the tracker loads no eBPF source that slows the host's
+// other syscalls: fexit or none, and its start-up line says which, and
+// with none what it would cost to have one and what latency polling gives.
+func TestLiveDefaultsCostTheHostNothing(t *testing.T) {
+	pubtest.RequireRoot(t)
+	core, logs := observer.New(zap.InfoLevel)
+	tr, err := tracker.Open(tracker.DefaultConfig(), zap.New(core))
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, tr.Stop(context.Background())) })
+	info := logs.FilterMessageSnippet("Process discovery").All()
+	require.Len(t, info, 1)
+	fields := info[0].ContextMap()
+	pub, _ := fields["publication_events"].(string)
+	t.Logf("publication_events: %s", pub)
+	if strings.HasPrefix(pub, "eBPF ") {
+		assert.True(t, strings.HasPrefix(pub, "eBPF fexit: "), pub)
+		return
+	}
+	assert.Contains(t, pub, "unavailable: ")
+	assert.Contains(t, pub, "set publication_events: syscall_tracepoints (every syscall")
+	assert.Contains(t, fields["latency"], "a publication by the re-reads 1s, 3s, 8s, 18s and 38s after its process's exec")
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap"
 
+	"github.com/processctx/otelcol-processctx/internal/otep"
 	"github.com/processctx/otelcol-processctx/internal/procfs"
 	"github.com/processctx/otelcol-processctx/internal/tracker"
 	"github.com/processctx/otelcol-processctx/internal/tracker/trackertest"
@@ -155,6 +156,29 @@ func TestExecYoungReads(t *testing.T) {
 	require.Eventually(t, func() bool { return host.Count(trackertest.MethodMaps) == 1 }, 10*time.Second, time.Millisecond)
 	host.Publish(50, "slow-start")
 	assert.Equal(t, []string{"published 50 slow-start"}, h.advanceUntilChanges(1))
+}
+
+// A young process whose read meets its first publication mid-update (the
+// timestamp 0) is read again within tens of milliseconds, not at the next
+// young read seconds later: without publication events nothing else would
+// tell the tracker when the update ends.
+func TestYoungReadMidUpdateRetriedSoon(t *testing.T) {
+	host := trackertest.NewHost()
+	host.Add(51)
+	h, src := eventHarness(t, host, tracker.ProcessEvents)
+	host.Publish(51, "mid-update")
+	host.Set(51, func(p *trackertest.Proc) { p.Errs["read"] = fmt.Errorf("header: timestamp 0: %w", otep.ErrTorn) })
+	src.Send(tracker.Event{Kind: tracker.EventExec, PID: 51})
+	h.settle()
+	host.ResetCounts()
+	h.clock.Advance(time.Second)
+	h.rescan()
+	require.Eventually(t, func() bool { return host.Count(trackertest.MethodMaps) >= 1 }, 10*time.Second, time.Millisecond)
+	h.settle()
+	host.Set(51, func(p *trackertest.Proc) { delete(p.Errs, "read") })
+	h.clock.Advance(100 * time.Millisecond) // the next young read is 2 s away
+	h.rescan()
+	assert.Equal(t, []string{"published 51 mid-update"}, h.waitChanges(1))
 }
 
 // advanceUntilChanges moves the clock by seconds, scanning each time, until

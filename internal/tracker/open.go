@@ -3,11 +3,12 @@ package tracker
 import (
 	"errors"
 	"fmt"
+	"strings"
+	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/processctx/otelcol-processctx/internal/procfs"
-	"github.com/processctx/otelcol-processctx/internal/pubevents"
 )
 
 // Open returns a tracker (not started) of the host whose filesystem is
@@ -81,17 +82,10 @@ func openSources(cfg Config, hostPids bool, logger *zap.Logger) ([]EventSource, 
 			sources = append(sources, s)
 			procWhat = "proc connector"
 		}
-		if s, err := openPublicationEvents(); err != nil {
-			pubErr = err
-		} else {
+		s, what, err := openPublicationEvents(cfg.PublicationEvents)
+		pubWhat, pubErr = what, err
+		if s != nil {
 			sources = append(sources, s)
-			pubWhat = "eBPF, " + s.w.Mechanism().String()
-			if s.w.Mechanism() == pubevents.SyscallTracepoint {
-				pubWhat += " (every syscall of the host runs the program: some 150 ns more each on the development VM; discovery: poll avoids it)"
-				if why := s.w.FallbackReason(); why != nil {
-					logger.Debug("eBPF publication events use the syscall tracepoint", zap.NamedError("fentry_refused", why))
-				}
-			}
 		}
 	}
 	if cfg.Discovery == DiscoveryEvents && (procErr != nil || pubErr != nil) {
@@ -140,8 +134,9 @@ func pollLatency(cfg Config, live Sources) string {
 	if live&PublicationEvents != 0 {
 		pub = "publications and updates within milliseconds"
 	} else {
-		pub = fmt.Sprintf("a late publisher within seconds while young, else within rescan_interval (%s); an update within collection_interval (%s)",
-			cfg.RescanInterval, cfg.CollectionInterval)
+		pub = fmt.Sprintf("a publication by the re-reads %s after its process's exec (or first sighting), then every rescan_interval (%s, "+
+			"doubling up to rescan_max_interval, %s), or within recheck_interval (%s) once telemetry names its pid; an update within collection_interval (%s)",
+			youngSchedule(), cfg.RescanInterval, cfg.RescanMaxInterval, cfg.RecheckInterval, cfg.CollectionInterval)
 	}
 	if live&ProcessEvents != 0 {
 		exit = "exits and execs within milliseconds"
@@ -153,4 +148,22 @@ func pollLatency(cfg Config, live Sources) string {
 		s += fmt.Sprintf("; scans every %s find what events missed, reconcile every %s", cfg.CollectionInterval, cfg.ReconcileInterval)
 	}
 	return s
+}
+
+// youngSchedule lists when a young process is read, from its exec: "1s,
+// 3s, 8s, 18s and 38s".
+func youngSchedule() string {
+	var at time.Duration
+	var s strings.Builder
+	for i, d := range youngDelays {
+		at += d
+		switch {
+		case i == len(youngDelays)-1:
+			s.WriteString(" and ")
+		case i > 0:
+			s.WriteString(", ")
+		}
+		s.WriteString(at.String())
+	}
+	return s.String()
 }

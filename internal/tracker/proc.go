@@ -247,7 +247,9 @@ func (t *Tracker) followUp(pid int, p *proc, c cause, o Outcome, discovered bool
 		t.want(pid, p, next)
 	case p.pub != nil || p.kernel:
 		p.steps = youngReads
-	case (c == causeEvent || c == causeRetry) && p.steps < publishRetries && (o == OutcomeNoContext || o == OutcomeTorn):
+	case p.steps < publishRetries && (o == OutcomeTorn || (c == causeEvent || c == causeRetry) && o == OutcomeNoContext):
+		// A publication event's read that came too early, or a first
+		// publication met mid-update (whatever read it): again soon.
 		p.steps++
 		t.plan(pid, p, causeRetry, now+int64(minEventGap<<(2*p.steps)))
 	case o == OutcomeNoContext && t.events.live&PublicationEvents == 0 && p.steps < youngReads &&

@@ -74,12 +74,31 @@ type publicationSource struct {
 // map read per CPU).
 const lostCheck = 500 * time.Millisecond
 
-func openPublicationEvents() (*publicationSource, error) {
-	w, err := pubevents.Load(pubevents.Options{})
-	if err != nil {
-		return nil, err
+// openPublicationEvents loads the eBPF source publication_events names
+// and says, for the start-up line, which runs and what it costs the host's
+// other processes. "auto" takes fexit alone, the one source that costs
+// them nothing; "none" returns no source and no error.
+func openPublicationEvents(name string) (*publicationSource, string, error) {
+	if name == NoPublicationEvents {
+		return nil, "none (publication_events: none)", nil
 	}
-	return &publicationSource{w: w}, nil
+	m := pubevents.Fexit
+	if name != AutoPublicationEvents {
+		var err error
+		if m, err = pubevents.ParseMechanism(name); err != nil {
+			return nil, "", err
+		}
+	}
+	w, err := pubevents.Load(pubevents.Options{Mechanism: m})
+	if err != nil && name == AutoPublicationEvents {
+		return nil, "", fmt.Errorf("%w; auto uses no source that slows the host's other processes: to accept that cost for "+
+			"publications seen within milliseconds, set publication_events: %s (%s) or %s (%s)", err,
+			pubevents.SyscallTracepoints, pubevents.SyscallTracepoints.HostCost(), pubevents.RawSysExit, pubevents.RawSysExit.HostCost())
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	return &publicationSource{w: w}, "eBPF " + m.String() + ": " + m.HostCost(), nil
 }
 
 func (s *publicationSource) Sources() Sources { return PublicationEvents }

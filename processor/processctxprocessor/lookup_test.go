@@ -212,6 +212,7 @@ func TestPublicationEventEnrichesTheNextBatch(t *testing.T) {
 	tc := tracker.DefaultConfig()
 	tc.CollectionInterval, tc.RecheckInterval = time.Hour, time.Hour
 	tc.Discovery = tracker.DiscoveryEvents
+	tc.PublicationEvents = trackertest.PublicationEvents(t)
 	tr, err := tracker.Open(tc, zap.NewNop())
 	require.NoError(t, err)
 	h := newHarnessOn(t, testConfig(), tr)

@@ -21,6 +21,7 @@ import (
 	"github.com/processctx/otelcol-processctx/internal/pubtest"
 	"github.com/processctx/otelcol-processctx/internal/sharedtracker/sharedtrackertest"
 	"github.com/processctx/otelcol-processctx/internal/tracker"
+	"github.com/processctx/otelcol-processctx/internal/tracker/trackertest"
 	"github.com/processctx/otelcol-processctx/receiver/processctxreceiver/internal/metadata"
 )
 
@@ -98,6 +99,9 @@ func startBenchReceiver(b *testing.B, discovery tracker.Discovery, a *arrivals) 
 	b.Helper()
 	tc := tracker.DefaultConfig()
 	tc.Discovery = discovery
+	if discovery == tracker.DiscoveryEvents {
+		tc.PublicationEvents = trackertest.PublicationEvents(b)
+	}
 	tr := startTracker(b, tc)
 	cfg := createDefaultConfig()
 	cfg.ReportInterval = time.Hour
@@ -162,13 +166,15 @@ func phase(b *testing.B, pubs []*pubtest.Proc, a *arrivals, spread, timeout time
 // publisher) started after the receiver, with the receiver's default
 // settings: the time from a publication (at a random time within 3 s of
 // the publisher's start) to its entity state event, from an update to the
-// new state, and from a kill to the entity delete event; with kernel
-// events, then polling. Run it with -benchtime=1x: a round with polling
-// waits for the scans (up to collection_interval, 10 s, per phase).
+// new state, and from a kill to the entity delete event; with every kernel
+// event source (the cheapest eBPF source the kernel allows), at the
+// defaults (auto: no eBPF source where the kernel refuses fexit), then
+// polling. Run it with -benchtime=1x: a round without publication events
+// waits for the re-reads (up to collection_interval, 10 s, per phase).
 func BenchmarkEventLatency(b *testing.B) {
 	pubtest.RequireRoot(b)
 	const publishers = 100
-	for _, discovery := range []tracker.Discovery{tracker.DiscoveryEvents, tracker.DiscoveryPoll} {
+	for _, discovery := range []tracker.Discovery{tracker.DiscoveryEvents, tracker.DiscoveryAuto, tracker.DiscoveryPoll} {
 		b.Run(string(discovery), func(b *testing.B) {
 			var publish, update, exit latencies
 			for b.Loop() {

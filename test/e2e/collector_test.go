@@ -17,7 +17,7 @@ import (
 )
 
 // collectorBinary is the binary `make build` produces.
-func collectorBinary(t *testing.T) string {
+func collectorBinary(t testing.TB) string {
 	t.Helper()
 	path := filepath.Join(pubtest.RepoRoot(), "bin", "otelcol-processctx")
 	if _, err := os.Stat(path); err != nil {
@@ -63,7 +63,7 @@ type collector struct {
 
 // startCollector runs the collector with config (YAML) and waits until it
 // is ready. wrap, when set, prefixes the command (e.g. setpriv).
-func startCollector(t *testing.T, config string, wrap ...string) *collector {
+func startCollector(t testing.TB, config string, wrap ...string) *collector {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "e2e-collector-")
 	if err != nil {
@@ -114,7 +114,7 @@ func startCollector(t *testing.T, config string, wrap ...string) *collector {
 }
 
 // stop sends SIGTERM and returns how long the collector took to exit.
-func (c *collector) stop(t *testing.T) time.Duration {
+func (c *collector) stop(t testing.TB) time.Duration {
 	t.Helper()
 	start := time.Now()
 	if err := c.cmd.Process.Signal(syscall.SIGTERM); err != nil {

@@ -9,9 +9,11 @@
  * syscall, so an event describes a finished syscall (a memfd that exists,
  * an unmap that is done: a reader never races the kernel), and a user
  * string the kernel itself read is resident when we read it (a tracing
- * program cannot fault pages in). Two ways to attach, chosen in Go:
- * fexit on the three syscall entry points (cheap: nothing else pays), or,
- * where the kernel refuses BPF trampolines, the raw sys_exit tracepoint.
+ * program cannot fault pages in). Three ways to attach, chosen in Go:
+ * fexit on the three syscall entry points (nothing else pays); the exit
+ * events of the three syscalls (every syscall takes the slow path, only
+ * these run a program); the raw sys_exit tracepoint (every syscall runs
+ * the program).
  *
  * No vmlinux.h: the few kernel types used are declared below and relocated
  * against the running kernel's BTF (CO-RE).
@@ -255,7 +257,48 @@ int BPF_PROG(on_munmap, const struct pt_regs *regs, long ret)
 }
 
 /*
- * Fallback for kernels that refuse BPF trampolines: the raw syscall exit
+ * Where the kernel refuses BPF trampolines: the syscall exit events of the
+ * three syscalls (tracefs's syscalls/sys_exit_*). Only these syscalls run
+ * a program; enabling any syscall event does move every task to the
+ * kernel's slower syscall path (about 1 % per syscall, measured). Their
+ * context holds the return value, not the arguments: those are in the
+ * task's saved user registers, which a syscall leaves as they were (but
+ * for ax). 32-bit syscalls do not fire these events.
+ */
+struct syscall_exit {
+	__u64 common; /* type, flags, preempt count, pid */
+	int nr;
+	long ret;
+};
+
+static __always_inline const struct pt_regs *current_regs(void)
+{
+	return (const struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+}
+
+SEC("tracepoint/syscalls/sys_exit_prctl")
+int on_exit_prctl(struct syscall_exit *ctx)
+{
+	handle_prctl(current_regs());
+	return 0;
+}
+
+SEC("tracepoint/syscalls/sys_exit_memfd_create")
+int on_exit_memfd_create(struct syscall_exit *ctx)
+{
+	handle_memfd_create(current_regs(), ctx->ret);
+	return 0;
+}
+
+SEC("tracepoint/syscalls/sys_exit_munmap")
+int on_exit_munmap(struct syscall_exit *ctx)
+{
+	handle_munmap(current_regs(), ctx->ret);
+	return 0;
+}
+
+/*
+ * Only when asked for by name, for what it costs: the raw syscall exit
  * tracepoint (no tracefs needed). It runs after every syscall of every
  * task, and its presence puts all syscalls on the slower traced path.
  * 32-bit syscalls reach it with their own numbers: they are skipped, as
