@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/processctx/otelcol-processctx/internal/pubtest"
+	"github.com/processctx/otelcol-processctx/internal/tracker/trackertest"
 )
 
 // A publisher killed during the faults soak.
@@ -56,6 +57,11 @@ func TestSoakFaults(t *testing.T) {
 	pubtest.RequireRoot(t)
 	p := soakParameters(t)
 	r := newLoadRun(t, p, 4)
+	// The updaters are mid-update (timestamp 0) nearly all the time: only a
+	// publication event, read right after an update's prctl, finds one
+	// readable. Without one (the default where the kernel refuses fexit) a
+	// killed updater may never have been known, and no delete is owed.
+	r.extension = "    publication_events: " + trackertest.PublicationEvents(t)
 	cfg := r.config(true)
 	col := startCollector(t, cfg)
 	runs := []collectorRun{{ready: time.Now()}}

@@ -282,6 +282,9 @@ type loadRun struct {
 	sendFrom time.Time
 	sendFor  time.Duration
 	counter  atomic.Uint64
+	// extension holds settings of the process_context extension (YAML
+	// lines at its indentation); empty: its defaults.
+	extension string
 }
 
 func newLoadRun(t *testing.T, p soakParams, stable int) *loadRun {
@@ -328,6 +331,7 @@ func (r *loadRun) config(entities bool) string {
 	cfg := fmt.Sprintf(`
 extensions:
   process_context:
+%s
 receivers:
   otlp:
     protocols:
@@ -346,7 +350,7 @@ processors:
     timeout: 200ms
     send_batch_size: 1024
   process_context:
-`, r.ports[pipeEnriched], r.ports[pipeBaseline]) + soakExporting(r.t, r.server, r.prom, false, `  extensions: [process_context]
+`, r.extension, r.ports[pipeEnriched], r.ports[pipeBaseline]) + soakExporting(r.t, r.server, r.prom, false, `  extensions: [process_context]
   pipelines:
     logs:
       receivers: [otlp]
