@@ -61,7 +61,7 @@ tools:
 run: build
 	@$(BIN)/ctxpublisher -service-name demo-checkout -attr deployment.environment.name=demo -update-every 30s & \
 	pub=$$!; trap 'kill $$pub 2>/dev/null' EXIT INT TERM; \
-	$(COLLECTOR) --config config.yaml --feature-gates=service.profilesSupport
+	$(COLLECTOR) --config config.yaml
 
 # Everything: unit and integration tests with real publisher processes, the
 # end-to-end tests through the built collector, and a fuzz smoke run.

@@ -9,7 +9,9 @@ set -eu
 builder=$1
 manifest=$2
 
-if [ -d _build ]; then
+# The manifest's output directory: absent before a first build.
+out=$(sed -n 's/^[[:space:]]*output_path:[[:space:]]*//p' "$manifest" | head -n 1)
+if [ -d "${out:-_build}" ]; then
 	echo "Building the collector with ocb (incremental: usually under a minute)..."
 else
 	echo "Building the collector with ocb for the first time: downloading the"

@@ -90,7 +90,8 @@ func openPublicationEvents(name string) (*publicationSource, string, error) {
 		}
 	}
 	w, err := pubevents.Load(pubevents.Options{Mechanism: m})
-	if err != nil && name == AutoPublicationEvents {
+	if err != nil && name == AutoPublicationEvents && errors.Is(err, pubevents.ErrUnsupported) {
+		// The kernel, not privilege: say what the sources it allows cost.
 		return nil, "", fmt.Errorf("%w; auto uses no source that slows the host's other processes: to accept that cost for "+
 			"publications seen within milliseconds, set publication_events: %s (%s) or %s (%s)", err,
 			pubevents.SyscallTracepoints, pubevents.SyscallTracepoints.HostCost(), pubevents.RawSysExit, pubevents.RawSysExit.HostCost())

@@ -17,13 +17,12 @@ import (
 	"github.com/processctx/otelcol-processctx/internal/pubtest"
 )
 
-// Markers that name, in the documentation, the YAML block after them.
-const (
-	manifestMarker  = "<!-- ocb manifest: test/distribution builds it -->"
-	additionsMarker = "<!-- recipe components: test/distribution builds them -->"
-	// checkoutPlaceholder is the README's path of the user's checkout.
-	checkoutPlaceholder = "/path/to/otelcol-processctx"
-)
+// additionsMarker names, in examples/README.md, the YAML block of the
+// recipes' components after it.
+const additionsMarker = "<!-- recipe components: test/distribution builds them -->"
+
+// userManifest is the ocb manifest the README tells users to copy.
+const userManifest = "examples/builder-config.yaml"
 
 // unbuildableHere are modules the recipes name that this machine's module
 // proxy cannot serve with their dependencies; the recipes using them are
@@ -116,10 +115,17 @@ func (m manifest) build(t *testing.T, dir string) string {
 	}
 	dist, _ := m["dist"].(map[string]any)
 	require.NotNil(t, dist, "the manifest has a dist section")
+	outputPath, _ := dist["output_path"].(string)
 	dist["output_path"] = filepath.Join(dir, "build")
+	// A relative replacement is relative to the manifest's output_path,
+	// which the user's command resolves from the checkout's root.
 	var replaces []any
 	for _, r := range m["replaces"].([]any) {
-		replaces = append(replaces, strings.ReplaceAll(r.(string), checkoutPlaceholder, pubtest.RepoRoot()))
+		mod, target, _ := strings.Cut(r.(string), "=>")
+		if target = strings.TrimSpace(target); !filepath.IsAbs(target) {
+			target = filepath.Join(pubtest.RepoRoot(), outputPath, target)
+		}
+		replaces = append(replaces, strings.TrimSpace(mod)+" => "+target)
 	}
 	m["replaces"] = replaces
 	out, err := yaml.Marshal(map[string]any(m))
@@ -201,8 +207,9 @@ func validate(t *testing.T, bin, config string) {
 	require.NoError(t, err, "%s validate --config %s:\n%s", filepath.Base(bin), config, out)
 }
 
-// TestDistribution builds the README's ocb manifest, then the recipes'
-// collector (that manifest plus examples/README.md's components), and
+// TestDistribution builds the ocb manifest users copy
+// (examples/builder-config.yaml), then the recipes' collector (that
+// manifest plus examples/README.md's components), and
 // validates every recipe and every complete configuration in a README.
 func TestDistribution(t *testing.T) {
 	root := pubtest.RepoRoot()
@@ -212,11 +219,11 @@ func TestDistribution(t *testing.T) {
 		t.Fatalf("%s is missing: run `make build` (make test does)", ours)
 	}
 
-	readme := markedBlock(t, filepath.Join(root, "README.md"), manifestMarker)
-	require.Contains(t, readme, checkoutPlaceholder, "the README's manifest replaces the module with a checkout")
+	manifestText, err := os.ReadFile(filepath.Join(root, userManifest))
+	require.NoError(t, err)
 	var userBuild string
-	t.Run("README manifest", func(t *testing.T) {
-		userBuild = parseManifest(t, readme).build(t, filepath.Join(dir, "user"))
+	t.Run(userManifest, func(t *testing.T) {
+		userBuild = parseManifest(t, string(manifestText)).build(t, filepath.Join(dir, "user"))
 		have := components(t, userBuild)
 		for kind, typ := range map[string]string{"extensions": "process_context", "receivers": "process_context", "processors": "process_context"} {
 			assert.Contains(t, have[kind], typ, kind)
@@ -228,16 +235,19 @@ func TestDistribution(t *testing.T) {
 				assert.Contains(t, have[kind], typ, "%s: the core components", kind)
 			}
 		}
+		// The default configuration runs on it, with no feature gate.
+		out, err := exec.Command(userBuild, "validate", "--config", filepath.Join(root, "config.yaml")).CombinedOutput()
+		require.NoError(t, err, "config.yaml on %s:\n%s", userManifest, out)
 		// Recipes that need nothing else.
 		validate(t, userBuild, filepath.Join(root, "examples", "entity-events.yaml"))
 		validate(t, userBuild, filepath.Join(root, "examples", "containers.yaml"))
 	})
-	require.NotEmpty(t, userBuild, "the README's manifest did not build")
+	require.NotEmpty(t, userBuild, userManifest+" did not build")
 
-	recipes := parseManifest(t, readme)
+	recipes := parseManifest(t, string(manifestText))
 	additions := parseManifest(t, markedBlock(t, filepath.Join(root, "examples", "README.md"), additionsMarker))
 	for _, mod := range additions.gomods() {
-		assert.NotContains(t, readme, mod, "examples/README.md adds what the README's manifest lacks")
+		assert.NotContains(t, string(manifestText), mod, "examples/README.md adds what "+userManifest+" lacks")
 	}
 	recipes.add(t, additions)
 	var recipesBuild string
@@ -248,9 +258,12 @@ func TestDistribution(t *testing.T) {
 	have := components(t, recipesBuild)
 	distribution := components(t, ours)
 
+	t.Run("recipes against the local backend", func(t *testing.T) { runRecipesAgainstLocalBackend(t, ours, recipesBuild) })
+
 	examples, err := filepath.Glob(filepath.Join(root, "examples", "*.yaml"))
 	require.NoError(t, err)
 	require.NotEmpty(t, examples)
+	examples = slices.DeleteFunc(examples, func(p string) bool { return strings.HasSuffix(p, filepath.FromSlash(userManifest)) })
 	for _, path := range examples {
 		t.Run(filepath.Base(path), func(t *testing.T) {
 			config, err := os.ReadFile(path)

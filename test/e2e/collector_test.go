@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -61,6 +62,9 @@ type collector struct {
 	err    error
 }
 
+// profilesPipeline matches a profiles pipeline's key in a configuration.
+var profilesPipeline = regexp.MustCompile(`(?m)^\s+profiles(/\S*)?:`)
+
 // startCollector runs the collector with config (YAML) and waits until it
 // is ready. wrap, when set, prefixes the command (e.g. setpriv).
 func startCollector(t testing.TB, config string, wrap ...string) *collector {
@@ -81,7 +85,11 @@ func startCollector(t testing.TB, config string, wrap ...string) *collector {
 	if len(wrap) > 0 { // another uid must be able to run it
 		bin = pubtest.ExecutableCopy(t, bin, "otelcol-processctx")
 	}
-	args := append(append([]string{}, wrap...), bin, "--config", cfgPath, "--feature-gates=service.profilesSupport")
+	args := append(append([]string{}, wrap...), bin, "--config", cfgPath)
+	if profilesPipeline.MatchString(config) {
+		// Only a configuration with a profiles pipeline needs the gate.
+		args = append(args, "--feature-gates=service.profilesSupport")
+	}
 	c := &collector{cmd: exec.Command(args[0], args[1:]...), output: &syncBuffer{}, done: make(chan struct{})}
 	c.cmd.Stdout, c.cmd.Stderr = c.output, c.output
 	// A wrapper (unshare) killed before its child would otherwise leave

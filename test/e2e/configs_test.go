@@ -19,13 +19,20 @@ func TestShippedConfigsValidate(t *testing.T) {
 	daemonset := filepath.Join(t.TempDir(), "daemonset-config.yaml")
 	require.NoError(t, os.WriteFile(daemonset, []byte(configMapConfig(t, filepath.Join(root, "deploy", "kubernetes", "daemonset.yaml"))), 0o644))
 
-	for name, path := range map[string]string{
-		"default":    filepath.Join(root, "config.yaml"),
-		"systemd":    filepath.Join(root, "deploy", "systemd", "config.yaml"),
-		"kubernetes": daemonset,
+	for name, c := range map[string]struct {
+		path  string
+		gates bool // run with the profiles gate, as its deployment does
+	}{
+		"default":    {filepath.Join(root, "config.yaml"), false}, // bin/otelcol-processctx --config config.yaml
+		"systemd":    {filepath.Join(root, "deploy", "systemd", "config.yaml"), true},
+		"kubernetes": {daemonset, true},
 	} {
 		t.Run(name, func(t *testing.T) {
-			cmd := exec.Command(collectorBinary(t), "validate", "--config", path, "--feature-gates=service.profilesSupport")
+			args := []string{"validate", "--config", c.path}
+			if c.gates {
+				args = append(args, "--feature-gates=service.profilesSupport")
+			}
+			cmd := exec.Command(collectorBinary(t), args...)
 			cmd.Env = append(os.Environ(), "OTLP_ENDPOINT=127.0.0.1:4317", "NODE_IP=127.0.0.1", "POD_IP=127.0.0.1")
 			out, err := cmd.CombinedOutput()
 			require.NoError(t, err, "%s", out)

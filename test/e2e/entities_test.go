@@ -31,20 +31,34 @@ func entityEvents(logs []plog.Logs) []entityEvent {
 					continue
 				}
 				for _, lr := range sl.LogRecords().All() {
-					a := lr.Attributes().AsRaw()
-					id, _ := a["otel.entity.id"].(map[string]any)
-					e := entityEvent{}
-					e.pid, _ = id["process.pid"].(int64)
-					e.created, _ = id["process.creation.time"].(string)
-					e.kind, _ = a["otel.entity.event.type"].(string)
-					e.attrs, _ = a["otel.entity.attributes"].(map[string]any)
-					e.reason, _ = a["otel.entity.delete.reason"].(string)
-					out = append(out, e)
+					out = append(out, entityEventOf(lr))
 				}
 			}
 		}
 	}
 	return out
+}
+
+// entityEventOf reads one event of either shape: legacy (otel.entity.*
+// attributes) or the specification's (an event name, entity.* attributes);
+// kinds are the legacy names.
+func entityEventOf(lr plog.LogRecord) entityEvent {
+	a := lr.Attributes().AsRaw()
+	keys := map[string]string{"id": "otel.entity.id", "attrs": "otel.entity.attributes", "reason": "otel.entity.delete.reason"}
+	var e entityEvent
+	switch lr.EventName() {
+	case "":
+		e.kind, _ = a["otel.entity.event.type"].(string)
+	case "entity.state", "entity.delete":
+		e.kind = map[string]string{"entity.state": "entity_state", "entity.delete": "entity_delete"}[lr.EventName()]
+		keys = map[string]string{"id": "entity.id", "attrs": "entity.description", "reason": "entity.delete.reason"}
+	}
+	id, _ := a[keys["id"]].(map[string]any)
+	e.pid, _ = id["process.pid"].(int64)
+	e.created, _ = id["process.creation.time"].(string)
+	e.attrs, _ = a[keys["attrs"]].(map[string]any)
+	e.reason, _ = a[keys["reason"]].(string)
+	return e
 }
 
 func waitEntityEvents(t *testing.T, s *otlpServer, pid, n int) []entityEvent {

@@ -1,0 +1,131 @@
+package distribution
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/processctx/otelcol-processctx/internal/otep"
+	"github.com/processctx/otelcol-processctx/internal/pubtest"
+)
+
+// output collects a collector's output.
+type output struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (o *output) Write(p []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.buf.Write(p)
+}
+
+func (o *output) String() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.buf.String()
+}
+
+// run starts bin with config (YAML) and env, waits until it is ready and
+// stops it at the end of the test.
+func run(t *testing.T, bin, config string, env ...string) *output {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(config), 0o644))
+	cmd := exec.Command(bin, "--config", path, "--feature-gates=service.profilesSupport")
+	out := &output{}
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.Env = append(os.Environ(), env...)
+	require.NoError(t, cmd.Start())
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-done
+		if t.Failed() {
+			t.Logf("%s output:\n%s", filepath.Base(bin), out.String())
+		}
+	})
+	require.Eventually(t, func() bool {
+		select {
+		case <-done:
+			t.Fatalf("%s exited:\n%s", filepath.Base(bin), out.String())
+		default:
+		}
+		return strings.Contains(out.String(), "Everything is ready")
+	}, 60*time.Second, 50*time.Millisecond)
+	return out
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer func() { _ = l.Close() }()
+	return l.Addr().String()
+}
+
+// runRecipesAgainstLocalBackend runs, on the recipes' collector, the
+// recipes that need contrib components, as their headers and
+// examples/README.md say: against the local backend (this repository's
+// collector with examples/local-backend.yaml), exporting to it through
+// OTLP_ENDPOINT and OTLP_INSECURE. What they send arrives there with the
+// service a publisher published.
+func runRecipesAgainstLocalBackend(t *testing.T, ours, recipes string) {
+	pubtest.RequireRoot(t)
+	root := pubtest.RepoRoot()
+	read := func(name string) string {
+		b, err := os.ReadFile(filepath.Join(root, "examples", name))
+		require.NoError(t, err)
+		return string(b)
+	}
+	// A backend of its own for each recipe: what it shows came from it.
+	localBackend := func(t *testing.T) (backend *output, env []string) {
+		addr := freeAddr(t)
+		backend = run(t, ours, strings.ReplaceAll(read("local-backend.yaml"), "127.0.0.1:14317", addr))
+		return backend, []string{"OTLP_ENDPOINT=" + addr, "OTLP_INSECURE=true"}
+	}
+	shows := func(t *testing.T, backend *output, what, want string) {
+		t.Helper()
+		require.Eventually(t, func() bool { return strings.Contains(backend.String(), want) },
+			90*time.Second, 100*time.Millisecond, "the local backend never showed %s (%q)", what, want)
+	}
+	pub := pubtest.Start(t, pubtest.C, pubtest.Options{})
+	pub.Publish(otep.EncodeStrings(map[string]string{"service.name": "recipe-contrib-svc"}))
+
+	t.Run("filelog.yaml", func(t *testing.T) {
+		backend, env := localBackend(t)
+		logFile := filepath.Join(t.TempDir(), "syslog")
+		require.NoError(t, os.WriteFile(logFile, nil, 0o644))
+		config := strings.Replace(read("filelog.yaml"), "include: [/var/log/syslog, /var/log/messages]", "include: ["+logFile+"]", 1)
+		run(t, recipes, config, env...)
+		line := fmt.Sprintf("%s host c-publisher[%d]: recipe-filelog-line\n", time.Now().Format("Jan _2 15:04:05"), pub.Pid)
+		// start_at: end: lines written once the receiver watches the file.
+		require.Eventually(t, func() bool {
+			f, err := os.OpenFile(logFile, os.O_APPEND|os.O_WRONLY, 0)
+			require.NoError(t, err)
+			_, err = f.WriteString(line)
+			require.NoError(t, err)
+			require.NoError(t, f.Close())
+			return strings.Contains(backend.String(), "recipe-filelog-line")
+		}, 60*time.Second, time.Second)
+		shows(t, backend, "the line with its process's service", "service.name: Str(recipe-contrib-svc)")
+	})
+
+	t.Run("hostmetrics-process.yaml", func(t *testing.T) {
+		backend, env := localBackend(t)
+		run(t, recipes, read("hostmetrics-process.yaml"), env...)
+		shows(t, backend, "process metrics", "process.cpu.time")
+		shows(t, backend, "the publisher's metrics with its service", "service.name: Str(recipe-contrib-svc)")
+	})
+}
