@@ -95,6 +95,7 @@ func TestWatchPrintsChanges(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(out.lines()[1]), &e))
 	assert.Equal(t, "updated", e.Event)
 	assert.Equal(t, "watched-2", e.Resource["service.name"])
+	assert.False(t, e.Time.IsZero(), "a change says when it was seen")
 
 	p.Exit()
 	require.Eventually(t, func() bool { return len(out.lines()) == 3 }, 10*time.Second, 10*time.Millisecond)
@@ -104,9 +105,85 @@ func TestWatchPrintsChanges(t *testing.T) {
 	require.NoError(t, <-done)
 }
 
+// In a table, every change line starts with its time, and its columns
+// line up with the header above it.
+func TestWatchTableLinesUp(t *testing.T) {
+	p := pubtest.Start(t, pubtest.Go, pubtest.Options{})
+	p.Publish(otep.EncodeStrings(map[string]string{"service.name": "watched"}))
+	ctx, cancel := context.WithCancel(context.Background())
+	var out syncWriter
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, []string{"-watch", "-pid", strconv.Itoa(p.Pid)}, &out, io.Discard) }()
+	require.Eventually(t, func() bool { return len(out.lines()) == 2 }, 10*time.Second, 10*time.Millisecond)
+
+	p.Update(otep.EncodeStrings(map[string]string{"service.name": "a-service-name-wider-than-its-column", "k": "v"}))
+	require.Eventually(t, func() bool { return len(out.lines()) == 4 }, 10*time.Second, 10*time.Millisecond)
+	cancel()
+	require.NoError(t, <-done)
+	header, row := out.lines()[2], out.lines()[3]
+	assert.Regexp(t, `^\d\d:\d\d:\d\d\.\d{3}  updated\s+`+strconv.Itoa(p.Pid)+`\s+go-publisher\s+a-service-name-wider-than-its-column\s+-\s+k=v$`, row)
+	for column, value := range map[string]string{"EVENT": "updated", "PID": strconv.Itoa(p.Pid), "EXECUTABLE": "go-publisher",
+		"SERVICE": "a-service-name-wider-than-its-column", "RESOURCE ATTRIBUTES": "k=v"} {
+		assert.Equal(t, strings.Index(header, column), strings.Index(row, value), "%s\n%s", header, row)
+	}
+}
+
 func TestUnknownPid(t *testing.T) {
 	var out, errOut bytes.Buffer
 	require.NoError(t, run(context.Background(), []string{"-pid", strconv.Itoa(os.Getpid())}, &out, &errOut))
 	assert.Contains(t, out.String(), "No process publishes a context.")
 	assert.Contains(t, errOut.String(), "publishes no context (no_context)")
+
+	out.Reset()
+	errOut.Reset()
+	require.NoError(t, run(context.Background(), []string{"-json", "-pid", strconv.Itoa(os.Getpid())}, &out, &errOut))
+	assert.Empty(t, out.String())
+	assert.Contains(t, errOut.String(), "publishes no context (no_context)")
+}
+
+func TestWatchTable(t *testing.T) {
+	const header = "TIME          EVENT      PID      EXECUTABLE       SERVICE          CONTAINER     RESOURCE ATTRIBUTES"
+	tests := []struct {
+		name string
+		rows [][]string
+		want []string
+	}{
+		{
+			name: "header once while values fit",
+			rows: [][]string{
+				{"15:04:05.000", "published", "42", "java", "api", "-", "a=b"},
+				{"15:04:06.000", "ended", "4194303", "executable-name", "ünïcödé", "0123456789ab", ""},
+			},
+			want: []string{
+				header,
+				"15:04:05.000  published  42       java             api              -             a=b",
+				"15:04:06.000  ended      4194303  executable-name  ünïcödé          0123456789ab",
+			},
+		},
+		{
+			name: "a wider value widens its column under a new header",
+			rows: [][]string{
+				{"15:04:05.000", "published", "42", "java", "api", "-", "a=b"},
+				{"15:04:06.000", "updated", "42", "java", "a-much-longer-service", "-", "a=c"},
+				{"15:04:07.000", "ended", "42", "java", "api", "-", ""},
+			},
+			want: []string{
+				header,
+				"15:04:05.000  published  42       java             api              -             a=b",
+				"TIME          EVENT      PID      EXECUTABLE       SERVICE                CONTAINER     RESOURCE ATTRIBUTES",
+				"15:04:06.000  updated    42       java             a-much-longer-service  -             a=c",
+				"15:04:07.000  ended      42       java             api                    -",
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out bytes.Buffer
+			table := watchTable{out: &out}
+			for _, r := range tt.rows {
+				require.NoError(t, table.row(r))
+			}
+			assert.Equal(t, strings.Join(tt.want, "\n")+"\n", out.String())
+		})
+	}
 }

@@ -106,51 +106,65 @@ func (fs *FS) Executable(pid int) string {
 	return "?"
 }
 
-// ExplainDenied says why the reader (this process) cannot read pid, and
-// what would fix it, from its own credentials, the target's and the kernel's
+// unchangeable closes the explanation of a denial that no privilege or
+// setting of the reader lifts; Unchangeable looks for it.
+const unchangeable = ", so expect it for such processes"
+
+// Unchangeable reports whether explanation, from ExplainDenied, says that
+// no privilege or setting of the reader would let it read the process: a
+// fact to state once, not a warning to repeat.
+func Unchangeable(explanation string) bool { return strings.HasSuffix(explanation, unchangeable) }
+
+// ExplainDenied says why the reader (this process, which the explanation
+// names as WithReaderName says) cannot read pid, and what would fix it, from its own credentials, the target's and the kernel's
 // ptrace policy (Yama). It reads a few small files; it is meant for the
-// warnings that name unreadable processes, not for every read.
+// reports that name unreadable processes, not for every read.
 func (fs *FS) ExplainDenied(pid int) string {
 	self := readCredentials("/proc/self/status")
 	target := readCredentials(fs.Path(pid, "status"))
-	yama := -1
-	if b, err := os.ReadFile(filepath.Join(fs.ProcDir(), "sys", "kernel", "yama", "ptrace_scope")); err == nil {
-		yama, _ = strconv.Atoi(strings.TrimSpace(string(b)))
-	}
-	return explainDenied(self, target, yama)
+	return explainDenied(fs.reader, self, target, fs.yama())
 }
 
-// CheckAccess reports, wrapping ErrPermissionDenied, when the collector's
+// CheckAccess reports, wrapping ErrPermissionDenied, when the reader's
 // own privileges keep it from reading the processes of other users: no
 // CAP_SYS_PTRACE (or no CAP_DAC_READ_SEARCH, which /proc/<pid>/mem of
 // another user needs), or kernel.yama.ptrace_scope 3. It reads only the
-// collector's own status and the sysctl, never another process's files.
+// reader's own status and the sysctl, never another process's files.
 func (fs *FS) CheckAccess() error {
-	yama := -1
-	if b, err := os.ReadFile(filepath.Join(fs.ProcDir(), "sys", "kernel", "yama", "ptrace_scope")); err == nil {
-		yama, _ = strconv.Atoi(strings.TrimSpace(string(b)))
-	}
-	if why := checkAccess(readCredentials("/proc/self/status"), yama); why != "" {
+	if why := checkAccess(fs.reader, readCredentials("/proc/self/status"), fs.yama()); why != "" {
 		return fmt.Errorf("%s: %w", why, ErrPermissionDenied)
 	}
 	return nil
 }
 
-func checkAccess(self credentials, yama int) string {
+// yama returns kernel.yama.ptrace_scope, -1 without Yama.
+func (fs *FS) yama() int {
+	b, err := os.ReadFile(filepath.Join(fs.ProcDir(), "sys", "kernel", "yama", "ptrace_scope"))
+	if err != nil {
+		return -1
+	}
+	v, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		return -1
+	}
+	return v
+}
+
+func checkAccess(reader string, self credentials, yama int) string {
 	switch {
 	case yama == 3:
 		return "kernel.yama.ptrace_scope is 3: no process may read another's memory; set it to 2 or lower"
 	case !self.ok:
 		return ""
 	case self.capEff&(1<<capSysPtrace) == 0:
-		return fmt.Sprintf("the collector (uid %d) lacks CAP_SYS_PTRACE, so it reads only processes of its own user: grant CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH", self.euid)
+		return fmt.Sprintf("%s (uid %d) lacks CAP_SYS_PTRACE, so it reads only processes of its own user: grant CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH", reader, self.euid)
 	case self.capEff&(1<<capDACReadSearch) == 0:
-		return fmt.Sprintf("the collector (uid %d) lacks CAP_DAC_READ_SEARCH, which /proc/<pid>/mem of other users needs: grant it", self.euid)
+		return fmt.Sprintf("%s (uid %d) lacks CAP_DAC_READ_SEARCH, which /proc/<pid>/mem of other users needs: grant it", reader, self.euid)
 	}
 	return ""
 }
 
-func explainDenied(self, target credentials, yama int) string {
+func explainDenied(reader string, self, target credentials, yama int) string {
 	ptrace := self.capEff&(1<<capSysPtrace) != 0
 	dac := self.capEff&(1<<capDACReadSearch) != 0
 	otherUser := target.ok && self.ok && target.uid != self.euid
@@ -158,22 +172,22 @@ func explainDenied(self, target credentials, yama int) string {
 	case yama == 3:
 		return "kernel.yama.ptrace_scope is 3: no process may read another's memory, whatever its privileges; set it to 2 or lower"
 	case !ptrace && yama == 2:
-		return fmt.Sprintf("kernel.yama.ptrace_scope is 2: only CAP_SYS_PTRACE may read other processes, and the collector (uid %d) lacks it: grant CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH", self.euid)
+		return fmt.Sprintf("kernel.yama.ptrace_scope is 2: only CAP_SYS_PTRACE may read other processes, and %s (uid %d) lacks it: grant CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH", reader, self.euid)
 	case !ptrace && otherUser:
-		return fmt.Sprintf("the collector runs as uid %d without CAP_SYS_PTRACE and the process belongs to uid %d: grant CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH (or run as root)", self.euid, target.uid)
+		return fmt.Sprintf("%s runs as uid %d without CAP_SYS_PTRACE and the process belongs to uid %d: grant CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH (or run as root)", reader, self.euid, target.uid)
 	case !ptrace && target.capPrm&^self.capEff != 0:
-		return fmt.Sprintf("the process holds capabilities the collector lacks (%s): grant the collector CAP_SYS_PTRACE", capList(target.capPrm&^self.capEff))
+		return fmt.Sprintf("the process holds capabilities %s lacks (%s): grant %s CAP_SYS_PTRACE", reader, capList(target.capPrm&^self.capEff), reader)
 	case !ptrace:
-		return "the collector lacks CAP_SYS_PTRACE (the process may be non-dumpable, or Yama restricts reads to descendants): grant CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH"
+		return fmt.Sprintf("%s lacks CAP_SYS_PTRACE (the process may be non-dumpable, or Yama restricts reads to descendants): grant CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH", reader)
 	case !dac && otherUser:
-		return fmt.Sprintf("the collector has CAP_SYS_PTRACE but not CAP_DAC_READ_SEARCH, which /proc/<pid>/mem of uid %d needs: grant it", target.uid)
+		return fmt.Sprintf("%s has CAP_SYS_PTRACE but not CAP_DAC_READ_SEARCH, which /proc/<pid>/mem of uid %d needs: grant it", reader, target.uid)
 	}
-	msg := fmt.Sprintf("refused by the kernel although the collector (uid %d) has CAP_SYS_PTRACE", self.euid)
+	msg := fmt.Sprintf("refused by the kernel although %s (uid %d) has CAP_SYS_PTRACE", reader, self.euid)
 	if extra := target.capPrm &^ self.capBnd; target.ok && extra != 0 {
-		msg += fmt.Sprintf("; the process holds capabilities outside the collector's bounding set (%s)", capList(extra))
+		msg += fmt.Sprintf("; the process holds capabilities outside %s's bounding set (%s)", reader, capList(extra))
 	}
 	if self.seccomp == 2 {
-		msg += "; the collector runs under a seccomp filter"
+		msg += fmt.Sprintf("; %s runs under a seccomp filter", reader)
 	}
-	return msg + ": typical of a VM's or sandbox's own init, a process of a more privileged user namespace, or a security module's policy; no collector setting changes it, so expect it for such processes"
+	return msg + fmt.Sprintf(": typical of a VM's or sandbox's own init, a process of a more privileged user namespace, or a security module's policy; no setting of %s changes it", reader) + unchangeable
 }

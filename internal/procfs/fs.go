@@ -20,13 +20,30 @@ type FS struct {
 	// so process_vm_readv(pid) reaches the process the procfs names.
 	sameNS bool
 
+	// reader is what explanations of denied reads call this process.
+	reader string
+
 	bootOnce sync.Once
 	bootTime int64
 	bootErr  error
 }
 
+// Option configures NewFS.
+type Option func(*FS)
+
+// WithReaderName names this process in the explanations of reads it is
+// denied ("ctxdump (uid 1000) lacks CAP_SYS_PTRACE"); without it, or with
+// "", it is "the collector".
+func WithReaderName(name string) Option {
+	return func(fs *FS) {
+		if name != "" {
+			fs.reader = name
+		}
+	}
+}
+
 // NewFS opens the procfs at <root>/proc. It fails when that is not a procfs.
-func NewFS(root string) (*FS, error) {
+func NewFS(root string, opts ...Option) (*FS, error) {
 	if root == "" {
 		root = "/"
 	}
@@ -35,7 +52,10 @@ func NewFS(root string) (*FS, error) {
 	if err := checkProcfs(proc); err != nil {
 		return nil, err
 	}
-	fs := &FS{root: root, proc: proc}
+	fs := &FS{root: root, proc: proc, reader: "the collector"}
+	for _, o := range opts {
+		o(fs)
+	}
 	// "self" resolves to the reader's pid as this procfs's namespace sees it.
 	self, err := os.Readlink(filepath.Join(proc, "self"))
 	fs.sameNS = err == nil && self == strconv.Itoa(os.Getpid())

@@ -77,6 +77,11 @@ type Config struct {
 	// memory read goes through /proc/<pid>/mem, which fails at once where
 	// process_vm_readv waits.
 	MaxStalled int `mapstructure:"-"`
+	// ReaderName is what the explanations of unreadable processes call the
+	// tracker's process ("ctxdump (uid 1000) lacks CAP_SYS_PTRACE"); empty:
+	// "the collector". Open gives it to the procfs it opens. Not a YAML
+	// key: commands built on the tracker set it.
+	ReaderName string `mapstructure:"-"`
 }
 
 // DefaultConfig returns the defaults of every setting.

@@ -29,7 +29,7 @@ func Open(cfg Config, logger *zap.Logger, opts ...Option) (*Tracker, error) {
 		return nil, fmt.Errorf("tracker: %w", err)
 	}
 	rootPath := cfg.RootPath
-	fs, err := procfs.NewFS(rootPath)
+	fs, err := procfs.NewFS(rootPath, procfs.WithReaderName(cfg.ReaderName))
 	if err != nil {
 		return nil, fmt.Errorf("root_path %q: %w", rootPath, err)
 	}

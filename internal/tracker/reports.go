@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/processctx/otelcol-processctx/internal/procfs"
 )
 
 // maxReported is how many processes a warning names.
@@ -15,7 +17,10 @@ const maxReported = 5
 // reports turns the processes that cannot be read into at most one warning
 // of each kind per warning interval, naming a few of them: their
 // executables (and why a denied one is denied) are read by an opDescribe
-// job, under the same deadline as every read.
+// job, under the same deadline as every read. A denial that no privilege
+// or setting of the reader lifts (procfs.Unchangeable: a VM's init that
+// refuses even root) is no warning: it is said once, at info, and its
+// process is left out of the warnings from then on.
 type reports struct {
 	log *zap.Logger
 
@@ -23,6 +28,16 @@ type reports struct {
 	deniedPids, stalledPids []int
 	deniedN, stalledN       int
 	lastDenied, lastStall   time.Time
+
+	// unchangeable holds the pids whose denial was said to be
+	// unchangeable; true once the last scan found them denied still.
+	// Only scans that list the host count the denied (not those between
+	// kernel events): swept says this one did, as some denied or
+	// quarantined process shows. After a listing that finds none, those
+	// pids stay until one that does; meanwhile, a new process under one of
+	// them that is refused alike would not be said again.
+	unchangeable map[int]bool
+	swept        bool
 
 	// The warnings waiting for their descriptions.
 	pending *pendingReport
@@ -34,6 +49,10 @@ type pendingReport struct {
 	left              int
 	readTimeout       time.Duration
 	interval          time.Duration
+	// lastDenied is reports.lastDenied before this report: restored when
+	// every denial it describes turns out unchangeable, so that the next
+	// one that is not is warned of at once.
+	lastDenied time.Time
 }
 
 type described struct {
@@ -46,12 +65,18 @@ type describedList []described
 
 // denied counts a process that cannot be read for lack of permission.
 func (r *reports) denied(pid int) {
+	r.swept = true
+	if _, ok := r.unchangeable[pid]; ok {
+		r.unchangeable[pid] = true
+		return
+	}
 	r.deniedN++
 	r.deniedPids = keepLowest(r.deniedPids, pid)
 }
 
 // quarantined counts a process quarantined after a stalled read.
 func (r *reports) quarantined(pid int) {
+	r.swept = true
 	r.stalledN++
 	r.stalledPids = keepLowest(r.stalledPids, pid)
 }
@@ -74,6 +99,19 @@ func (r *reports) due(now time.Time, cfg Config) *job {
 	defer func() {
 		r.deniedPids, r.stalledPids = r.deniedPids[:0], r.stalledPids[:0]
 		r.deniedN, r.stalledN = 0, 0
+		if !r.swept {
+			return
+		}
+		r.swept = false
+		// Forget those no longer denied: a new process with the pid is
+		// described afresh.
+		for pid, still := range r.unchangeable {
+			if still {
+				r.unchangeable[pid] = false
+			} else {
+				delete(r.unchangeable, pid)
+			}
+		}
 	}()
 	if r.pending != nil {
 		return nil
@@ -83,7 +121,7 @@ func (r *reports) due(now time.Time, cfg Config) *job {
 	if !deniedDue && !stalledDue {
 		return nil
 	}
-	p := &pendingReport{readTimeout: cfg.ReadTimeout, interval: cfg.WarningInterval}
+	p := &pendingReport{readTimeout: cfg.ReadTimeout, interval: cfg.WarningInterval, lastDenied: r.lastDenied}
 	j := &job{}
 	if deniedDue {
 		r.lastDenied = now
@@ -121,12 +159,7 @@ func (r *reports) described(req *request) {
 	}
 	r.pending = nil
 	if p.deniedN > 0 {
-		fields := []zap.Field{
-			zap.Int("processes", p.deniedN),
-			zap.String("pids", describeList(p.denied)),
-			zap.Stringer("next_warning_in", p.interval),
-		}
-		r.log.Warn("Cannot read the process context of some processes: permission denied", append(fields, p.denied.reasons()...)...)
+		r.reportDenied(p)
 	}
 	if p.stalledN > 0 {
 		r.log.Warn("Some processes did not answer a read in time and are quarantined: they are retried with backoff, and the rest of the host is read on schedule",
@@ -135,6 +168,42 @@ func (r *reports) described(req *request) {
 			zap.Stringer("read_timeout", p.readTimeout),
 			zap.Stringer("next_warning_in", p.interval))
 	}
+}
+
+// reportDenied warns of the denials p describes that some privilege or
+// setting would lift, and says once those that none would.
+func (r *reports) reportDenied(p *pendingReport) {
+	var fixable, unchangeable describedList
+	for _, d := range p.denied {
+		if procfs.Unchangeable(d.why) {
+			unchangeable = append(unchangeable, d)
+		} else {
+			fixable = append(fixable, d)
+		}
+	}
+	if len(unchangeable) > 0 {
+		if r.unchangeable == nil {
+			r.unchangeable = map[int]bool{}
+		}
+		for _, d := range unchangeable {
+			r.unchangeable[d.pid] = false // until a scan finds it denied still
+		}
+		fields := []zap.Field{zap.Int("processes", len(unchangeable)), zap.String("pids", describeList(unchangeable))}
+		r.log.Info("Cannot read the process context of some processes: permission denied, and no setting changes it (said once per process)",
+			append(fields, unchangeable.reasons()...)...)
+	}
+	if len(fixable) == 0 {
+		r.lastDenied = p.lastDenied
+		return
+	}
+	fields := []zap.Field{
+		// Those not described are counted with the fixable ones: the
+		// reader's privileges, not the process, decide most denials.
+		zap.Int("processes", p.deniedN-len(unchangeable)),
+		zap.String("pids", describeList(fixable)),
+		zap.Stringer("next_warning_in", p.interval),
+	}
+	r.log.Warn("Cannot read the process context of some processes: permission denied", append(fields, fixable.reasons()...)...)
 }
 
 // describe records req's description for its pid, if the list names it
