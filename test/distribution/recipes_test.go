@@ -122,6 +122,36 @@ func runRecipesAgainstLocalBackend(t *testing.T, ours, recipes string) {
 		shows(t, backend, "the line with its process's service", "service.name: Str(recipe-contrib-svc)")
 	})
 
+	t.Run("journald.yaml", func(t *testing.T) {
+		// A journal of the test's own, written with systemd-journal-remote
+		// (as a log shipper would): no journald needed.
+		remote := "/lib/systemd/systemd-journal-remote"
+		if _, err := os.Stat(remote); err != nil {
+			t.Skipf("%s is missing (Debian's systemd-journal-remote; .ci/run installs it)", remote)
+		}
+		if _, err := exec.LookPath("journalctl"); err != nil {
+			t.Skip("journalctl is missing (Debian's systemd; .ci/run installs it)")
+		}
+		backend, env := localBackend(t)
+		dir := t.TempDir()
+		journal := func(message string) {
+			entry := fmt.Sprintf("__REALTIME_TIMESTAMP=%d\n_PID=%d\nPRIORITY=6\nMESSAGE=%s\n_BOOT_ID=%s\n_MACHINE_ID=%s\n\n",
+				time.Now().UnixMicro(), pub.Pid, message, strings.Repeat("0f", 16), strings.Repeat("0f", 16))
+			cmd := exec.Command(remote, "--output="+filepath.Join(dir, "remote.journal"), "-")
+			cmd.Stdin = strings.NewReader(entry)
+			out, err := cmd.CombinedOutput()
+			require.NoError(t, err, "%s", out)
+		}
+		journal("before the receiver") // the directory holds a journal when journalctl starts
+		run(t, recipes, strings.Replace(read("journald.yaml"), "directory: /var/log/journal", "directory: "+dir, 1), env...)
+		// The receiver starts at the journal's end: entries written after it.
+		require.Eventually(t, func() bool {
+			journal("recipe-journald-line")
+			return strings.Contains(backend.String(), "recipe-journald-line")
+		}, 60*time.Second, time.Second)
+		shows(t, backend, "the entry with its process's service", "service.name: Str(recipe-contrib-svc)")
+	})
+
 	t.Run("hostmetrics-process.yaml", func(t *testing.T) {
 		backend, env := localBackend(t)
 		run(t, recipes, read("hostmetrics-process.yaml"), env...)
