@@ -63,6 +63,12 @@ func entityEventOf(lr plog.LogRecord) entityEvent {
 
 func waitEntityEvents(t *testing.T, s *otlpServer, pid, n int) []entityEvent {
 	t.Helper()
+	return waitEntityEventsWithin(t, s, pid, n, 20*time.Second)
+}
+
+// waitEntityEventsWithin is waitEntityEvents with its own bound.
+func waitEntityEventsWithin(t *testing.T, s *otlpServer, pid, n int, within time.Duration) []entityEvent {
+	t.Helper()
 	var got []entityEvent
 	require.Eventually(t, func() bool {
 		got = got[:0]
@@ -72,7 +78,7 @@ func waitEntityEvents(t *testing.T, s *otlpServer, pid, n int) []entityEvent {
 			}
 		}
 		return len(got) >= n
-	}, 20*time.Second, 50*time.Millisecond, "pid %d: want %d entity events, have %+v", pid, n, got)
+	}, within, 50*time.Millisecond, "pid %d: want %d entity events, have %+v", pid, n, got)
 	return got
 }
 

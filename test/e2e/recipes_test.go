@@ -185,8 +185,10 @@ func TestEntityEventsKeepTheirOrderThroughAnOutage(t *testing.T) {
 	require.Eventually(t, func() bool { return server.refusals() > refused }, 90*time.Second, 50*time.Millisecond)
 	server.setRefuse(nil)
 
+	// Delivered at the exporter's next retry: its backoff grows up to 30 s.
+	const delivery = 90 * time.Second
 	for _, p := range pubs {
-		events := waitEntityEvents(t, server, p.Pid, 2)
+		events := waitEntityEventsWithin(t, server, p.Pid, 2, delivery)
 		deleted := -1
 		for i, e := range events {
 			if e.kind == "entity_delete" {
@@ -195,7 +197,7 @@ func TestEntityEventsKeepTheirOrderThroughAnOutage(t *testing.T) {
 			}
 		}
 		if deleted < 0 { // the state came; the delete is still on its way
-			events = waitEntityEvents(t, server, p.Pid, len(events)+1)
+			events = waitEntityEventsWithin(t, server, p.Pid, len(events)+1, delivery)
 			for i, e := range events {
 				if e.kind == "entity_delete" {
 					deleted = i
