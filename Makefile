@@ -85,7 +85,7 @@ fuzz-smoke:
 fuzz:
 	@GO=$(GO) tools/fuzz-report.sh $(FUZZTIME) $(FUZZ_TARGETS)
 
-bench:
+bench: build
 	@# One package at a time (-p 1): the receiver's scan benchmark runs a
 	@# fleet of 1,000 processes and measures CPU time; nothing else should
 	@# compete for the cores. BENCHTIME (default 1s) is per benchmark.
