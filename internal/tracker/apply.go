@@ -61,10 +61,21 @@ func (t *Tracker) settled(pid int, p *proc, before Outcome) {
 	}
 }
 
+// described hands a description to the reports and marks the processes
+// they said to be denied for good: the reports leave them out from then
+// on, as long as the pid names that process.
+func (t *Tracker) described(r *request) {
+	for _, pid := range t.reports.described(r) {
+		if p := t.procs[pid]; p != nil {
+			p.deniedForGood = true
+		}
+	}
+}
+
 // apply updates the process a request read, then plans what follows.
 func (t *Tracker) apply(r *request) {
 	if r.op == opDescribe {
-		t.reports.described(r)
+		t.described(r)
 		return
 	}
 	o := r.outcome()
@@ -208,7 +219,7 @@ func (t *Tracker) endPublication(pid int, p *proc, kind ChangeKind) {
 // stalled quarantines the process whose read did not return in time.
 func (t *Tracker) stalled(r *request) {
 	if r.op == opDescribe {
-		t.reports.described(r)
+		t.described(r)
 		return
 	}
 	t.reads[OutcomeStalled]++
@@ -254,7 +265,7 @@ func (t *Tracker) released(pid int) {
 // notRun: a request no reader could run; it is tried again when next due.
 func (t *Tracker) notRun(r *request) {
 	if r.op == opDescribe {
-		t.reports.described(r)
+		t.described(r)
 		return
 	}
 	if p, before := t.current(r); p != nil {

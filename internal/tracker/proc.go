@@ -38,6 +38,9 @@ type proc struct {
 	// exit reported older than that is a previous process's, late.
 	pubEventAt uint64
 	stall      *stall // nil until a read of it stalled
+	// deniedForGood: its denial was said, once, to be one no setting
+	// lifts; the reports leave it out.
+	deniedForGood bool
 }
 
 // cause is why a process is read. Every cause asks decide whether and

@@ -19,8 +19,9 @@ const maxReported = 5
 // executables (and why a denied one is denied) are read by an opDescribe
 // job, under the same deadline as every read. A denial that no privilege
 // or setting of the reader lifts (procfs.Unchangeable: a VM's init that
-// refuses even root) is no warning: it is said once, at info, and its
-// process is left out of the warnings from then on.
+// refuses even root) is no warning: it is said once, at info, and the
+// tracker leaves that process out of the counts it reports from then on
+// (proc.deniedForGood).
 type reports struct {
 	log *zap.Logger
 
@@ -28,16 +29,6 @@ type reports struct {
 	deniedPids, stalledPids []int
 	deniedN, stalledN       int
 	lastDenied, lastStall   time.Time
-
-	// unchangeable holds the pids whose denial was said to be
-	// unchangeable; true once the last scan found them denied still.
-	// Only scans that list the host count the denied (not those between
-	// kernel events): swept says this one did, as some denied or
-	// quarantined process shows. After a listing that finds none, those
-	// pids stay until one that does; meanwhile, a new process under one of
-	// them that is refused alike would not be said again.
-	unchangeable map[int]bool
-	swept        bool
 
 	// The warnings waiting for their descriptions.
 	pending *pendingReport
@@ -65,18 +56,12 @@ type describedList []described
 
 // denied counts a process that cannot be read for lack of permission.
 func (r *reports) denied(pid int) {
-	r.swept = true
-	if _, ok := r.unchangeable[pid]; ok {
-		r.unchangeable[pid] = true
-		return
-	}
 	r.deniedN++
 	r.deniedPids = keepLowest(r.deniedPids, pid)
 }
 
 // quarantined counts a process quarantined after a stalled read.
 func (r *reports) quarantined(pid int) {
-	r.swept = true
 	r.stalledN++
 	r.stalledPids = keepLowest(r.stalledPids, pid)
 }
@@ -99,19 +84,6 @@ func (r *reports) due(now time.Time, cfg Config) *job {
 	defer func() {
 		r.deniedPids, r.stalledPids = r.deniedPids[:0], r.stalledPids[:0]
 		r.deniedN, r.stalledN = 0, 0
-		if !r.swept {
-			return
-		}
-		r.swept = false
-		// Forget those no longer denied: a new process with the pid is
-		// described afresh.
-		for pid, still := range r.unchangeable {
-			if still {
-				r.unchangeable[pid] = false
-			} else {
-				delete(r.unchangeable, pid)
-			}
-		}
 	}()
 	if r.pending != nil {
 		return nil
@@ -145,21 +117,22 @@ func (r *reports) due(now time.Time, cfg Config) *job {
 }
 
 // described records the description of one process (empty when its read
-// did not return) and logs the warnings once every one is in.
-func (r *reports) described(req *request) {
+// did not return) and logs the warnings once every one is in. It returns
+// the pids it said, then, to be denied for good.
+func (r *reports) described(req *request) (forGood []int) {
 	p := r.pending
 	if p == nil {
-		return
+		return nil
 	}
 	if !p.denied.describe(req) {
 		p.stalled.describe(req)
 	}
 	if p.left--; p.left > 0 {
-		return
+		return nil
 	}
 	r.pending = nil
 	if p.deniedN > 0 {
-		r.reportDenied(p)
+		forGood = r.reportDenied(p)
 	}
 	if p.stalledN > 0 {
 		r.log.Warn("Some processes did not answer a read in time and are quarantined: they are retried with backoff, and the rest of the host is read on schedule",
@@ -168,33 +141,31 @@ func (r *reports) described(req *request) {
 			zap.Stringer("read_timeout", p.readTimeout),
 			zap.Stringer("next_warning_in", p.interval))
 	}
+	return forGood
 }
 
 // reportDenied warns of the denials p describes that some privilege or
-// setting would lift, and says once those that none would.
-func (r *reports) reportDenied(p *pendingReport) {
+// setting would lift, says once those that none would, and returns their
+// pids.
+func (r *reports) reportDenied(p *pendingReport) []int {
 	var fixable, unchangeable describedList
+	var forGood []int
 	for _, d := range p.denied {
 		if procfs.Unchangeable(d.why) {
 			unchangeable = append(unchangeable, d)
+			forGood = append(forGood, d.pid)
 		} else {
 			fixable = append(fixable, d)
 		}
 	}
 	if len(unchangeable) > 0 {
-		if r.unchangeable == nil {
-			r.unchangeable = map[int]bool{}
-		}
-		for _, d := range unchangeable {
-			r.unchangeable[d.pid] = false // until a scan finds it denied still
-		}
 		fields := []zap.Field{zap.Int("processes", len(unchangeable)), zap.String("pids", describeList(unchangeable))}
 		r.log.Info("Cannot read the process context of some processes: permission denied, and no setting changes it (said once per process)",
 			append(fields, unchangeable.reasons()...)...)
 	}
 	if len(fixable) == 0 {
 		r.lastDenied = p.lastDenied
-		return
+		return forGood
 	}
 	fields := []zap.Field{
 		// Those not described are counted with the fixable ones: the
@@ -204,6 +175,7 @@ func (r *reports) reportDenied(p *pendingReport) {
 		zap.Stringer("next_warning_in", p.interval),
 	}
 	r.log.Warn("Cannot read the process context of some processes: permission denied", append(fields, fixable.reasons()...)...)
+	return forGood
 }
 
 // describe records req's description for its pid, if the list names it

@@ -253,7 +253,9 @@ func (t *Tracker) sweep(s *scan) {
 			t.reports.quarantined(pid)
 		case p.pub == nil && p.found == OutcomePermissionDenied:
 			s.stats.Denied++
-			t.reports.denied(pid)
+			if !p.deniedForGood {
+				t.reports.denied(pid)
+			}
 		}
 	}
 }
