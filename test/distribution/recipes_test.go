@@ -1,14 +1,12 @@
 package distribution
 
 import (
-	"bytes"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,53 +16,13 @@ import (
 	"github.com/processctx/otelcol-processctx/internal/pubtest"
 )
 
-// output collects a collector's output.
-type output struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (o *output) Write(p []byte) (int, error) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.buf.Write(p)
-}
-
-func (o *output) String() string {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.buf.String()
-}
-
 // run starts bin with config (YAML) and env, waits until it is ready and
 // stops it at the end of the test.
-func run(t *testing.T, bin, config string, env ...string) *output {
+func run(t *testing.T, bin, config string, env ...string) *pubtest.Output {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "config.yaml")
 	require.NoError(t, os.WriteFile(path, []byte(config), 0o644))
-	cmd := exec.Command(bin, "--config", path, "--feature-gates=service.profilesSupport")
-	out := &output{}
-	cmd.Stdout, cmd.Stderr = out, out
-	cmd.Env = append(os.Environ(), env...)
-	require.NoError(t, cmd.Start())
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-done
-		if t.Failed() {
-			t.Logf("%s output:\n%s", filepath.Base(bin), out.String())
-		}
-	})
-	require.Eventually(t, func() bool {
-		select {
-		case <-done:
-			t.Fatalf("%s exited:\n%s", filepath.Base(bin), out.String())
-		default:
-		}
-		return strings.Contains(out.String(), "Everything is ready")
-	}, 60*time.Second, 50*time.Millisecond)
-	return out
+	return pubtest.StartCollector(t, []string{bin, "--config", path, "--feature-gates=service.profilesSupport"}, env...).Output
 }
 
 func freeAddr(t *testing.T) string {
@@ -90,12 +48,12 @@ func runRecipesAgainstLocalBackend(t *testing.T, ours, recipes string) {
 		return string(b)
 	}
 	// A backend of its own for each recipe: what it shows came from it.
-	localBackend := func(t *testing.T) (backend *output, env []string) {
+	localBackend := func(t *testing.T) (backend *pubtest.Output, env []string) {
 		addr := freeAddr(t)
 		backend = run(t, ours, strings.ReplaceAll(read("local-backend.yaml"), "127.0.0.1:14317", addr))
 		return backend, []string{"OTLP_ENDPOINT=" + addr, "OTLP_INSECURE=true"}
 	}
-	shows := func(t *testing.T, backend *output, what, want string) {
+	shows := func(t *testing.T, backend *pubtest.Output, what, want string) {
 		t.Helper()
 		require.Eventually(t, func() bool { return strings.Contains(backend.String(), want) },
 			90*time.Second, 100*time.Millisecond, "the local backend never showed %s (%q)", what, want)

@@ -1,18 +1,12 @@
 package e2e
 
 import (
-	"bytes"
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strings"
-	"sync"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/processctx/otelcol-processctx/internal/pubtest"
 )
@@ -37,30 +31,9 @@ func freePort(t *testing.T) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-// syncBuffer collects the collector's output.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-type collector struct {
-	cmd    *exec.Cmd
-	output *syncBuffer
-	done   chan struct{}
-	err    error
-}
+// collector is a running collector; its Output, Stop and the rest are
+// pubtest's.
+type collector = pubtest.Collector
 
 // profilesPipeline matches a profiles pipeline's key in a configuration.
 var profilesPipeline = regexp.MustCompile(`(?m)^\s+profiles(/\S*)?:`)
@@ -90,53 +63,7 @@ func startCollector(t testing.TB, config string, wrap ...string) *collector {
 		// Only a configuration with a profiles pipeline needs the gate.
 		args = append(args, "--feature-gates=service.profilesSupport")
 	}
-	c := &collector{cmd: exec.Command(args[0], args[1:]...), output: &syncBuffer{}, done: make(chan struct{})}
-	c.cmd.Stdout, c.cmd.Stderr = c.output, c.output
-	// A wrapper (unshare) killed before its child would otherwise leave
-	// Wait waiting for the child to close the output pipe.
-	c.cmd.WaitDelay = 5 * time.Second
-	if err := c.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { c.err = c.cmd.Wait(); close(c.done) }()
-	t.Cleanup(func() {
-		_ = c.cmd.Process.Kill()
-		<-c.done
-		if t.Failed() {
-			t.Logf("collector output:\n%s", c.output.String())
-		}
-	})
-	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(c.output.String(), "Everything is ready") {
-		select {
-		case <-c.done:
-			t.Fatalf("collector exited: %v\n%s", c.err, c.output.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("collector not ready after 30s:\n%s", c.output.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return c
-}
-
-// stop sends SIGTERM and returns how long the collector took to exit.
-func (c *collector) stop(t testing.TB) time.Duration {
-	t.Helper()
-	start := time.Now()
-	if err := c.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-c.done:
-	case <-time.After(30 * time.Second):
-		t.Fatal("collector did not exit 30s after SIGTERM")
-	}
-	if c.err != nil {
-		t.Errorf("collector exit: %v", c.err)
-	}
-	return time.Since(start)
+	return pubtest.StartCollector(t, args)
 }
 
 // exportingTo is the configuration of an otlp_grpc exporter to the test

@@ -39,5 +39,5 @@ receivers:
 	events := waitEntityEvents(t, server, p.Pid, 1)
 	assert.Equal(t, "on-the-host", events[0].attrs["service.name"])
 	assert.Equal(t, int64(p.Pid), events[0].attrs["process.pid"])
-	assert.NotContains(t, col.output.String(), "not the host's procfs")
+	assert.NotContains(t, col.Output.String(), "not the host's procfs")
 }

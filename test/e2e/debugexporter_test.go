@@ -214,7 +214,7 @@ func TestDefaultConfigShowsEveryPublisher(t *testing.T) {
 
 	var counts map[int][2]int
 	require.Eventually(t, func() bool {
-		counts = debugEntityEvents(col.output.String())
+		counts = debugEntityEvents(col.Output.String())
 		for _, pid := range started {
 			if counts[pid] != [2]int{1, 1} {
 				return false

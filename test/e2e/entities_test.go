@@ -138,8 +138,8 @@ func TestHostilePublishersAndSIGTERM(t *testing.T) {
 	events = waitEntityEvents(t, server, p.Pid, 2)
 	assert.Equal(t, "2", events[1].attrs["round"])
 
-	took := col.stop(t)
+	took := col.Stop(t)
 	assert.Less(t, took, 5*time.Second, "SIGTERM to exit")
-	assert.Contains(t, col.output.String(), "Shutdown complete")
-	assert.NotContains(t, col.output.String(), "panic")
+	assert.Contains(t, col.Output.String(), "Shutdown complete")
+	assert.NotContains(t, col.Output.String(), "panic")
 }

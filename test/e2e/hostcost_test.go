@@ -80,7 +80,7 @@ func TestLatePublisherAtDefaults(t *testing.T) {
 			t.Parallel()
 			server := startOTLPServer(t)
 			col := startCollector(t, minimalConfig(tc.settings, exportingTo(server.addr)))
-			src := publicationSource(col.output.String())
+			src := publicationSource(col.Output.String())
 			t.Logf("publication events: %s", src)
 			events := strings.HasPrefix(src, "eBPF ")
 			if tc.name == "syscall_tracepoints" && !events {
@@ -142,10 +142,10 @@ func BenchmarkHostCost(b *testing.B) {
 				var col *collector
 				if v.collector {
 					col = startCollector(b, minimalConfig(v.settings, ""))
-					src := publicationSource(col.output.String())
+					src := publicationSource(col.Output.String())
 					if strings.Contains(v.settings, "publication_events") && !strings.HasPrefix(src, "eBPF ") {
 						refused[v.name] = src
-						col.stop(b)
+						col.Stop(b)
 						continue
 					}
 					if r == 0 {
@@ -155,7 +155,7 @@ func BenchmarkHostCost(b *testing.B) {
 				}
 				ns[v.name] = append(ns[v.name], runGetppid(b, loop, syscalls))
 				if col != nil {
-					col.stop(b)
+					col.Stop(b)
 				}
 			}
 		}

@@ -45,10 +45,10 @@ func TestUnprivilegedUserWithCapabilities(t *testing.T) {
 		// The warning comes after the scan that could not read the root
 		// processes.
 		require.Eventually(t, func() bool {
-			return strings.Contains(col.output.String(), "permission denied")
+			return strings.Contains(col.Output.String(), "permission denied")
 		}, 10*time.Second, 50*time.Millisecond, "a permission warning")
-		assert.Contains(t, col.output.String(), "CAP_SYS_PTRACE")
-		assert.Less(t, col.stop(t), 5*time.Second)
+		assert.Contains(t, col.Output.String(), "CAP_SYS_PTRACE")
+		assert.Less(t, col.Stop(t), 5*time.Second)
 		// Stopped: every event it had is exported by now.
 		for _, e := range entityEvents(server.allLogs()) {
 			assert.NotEqual(t, int64(p.Pid), e.pid, "a root process read without permission")

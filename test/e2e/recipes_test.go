@@ -54,7 +54,7 @@ func startLocalBackend(t *testing.T) *collector {
 
 func waitOutput(t *testing.T, c *collector, what, want string) {
 	t.Helper()
-	require.Eventually(t, func() bool { return strings.Contains(c.output.String(), want) },
+	require.Eventually(t, func() bool { return strings.Contains(c.Output.String(), want) },
 		30*time.Second, 50*time.Millisecond, "the local backend never showed %s (%q)", what, want)
 }
 
@@ -87,7 +87,7 @@ func TestRecipesAgainstTheLocalBackend(t *testing.T) {
 		_, err := plogotlp.NewGRPCClient(conn).Export(ctx, plogotlp.NewExportRequestFromLogs(ld))
 		require.NoError(t, err)
 		waitOutput(t, backend, "the enriched record", "recipe-containers-record")
-		assert.Contains(t, resourceBlock(backend.output.String(), "ResourceLog #", "recipe-containers-record"), "service.name: Str(recipe-svc)")
+		assert.Contains(t, resourceBlock(backend.Output.String(), "ResourceLog #", "recipe-containers-record"), "service.name: Str(recipe-svc)")
 	})
 
 	t.Run("ebpf-profiler", func(t *testing.T) {
@@ -112,7 +112,7 @@ func TestRecipesAgainstTheLocalBackend(t *testing.T) {
 		_, err := pprofileotlp.NewGRPCClient(conn).Export(ctx, pprofileotlp.NewExportRequestFromProfiles(pd))
 		require.NoError(t, err)
 		waitOutput(t, backend, "the enriched profile", "recipe-ebpf-profile")
-		assert.Contains(t, resourceBlock(backend.output.String(), "ResourceProfiles #", "recipe-ebpf-profile"), "service.name: Str(recipe-svc)")
+		assert.Contains(t, resourceBlock(backend.Output.String(), "ResourceProfiles #", "recipe-ebpf-profile"), "service.name: Str(recipe-svc)")
 	})
 }
 

@@ -77,13 +77,13 @@ func TestEntityEventsAfterTheBackendRefused(t *testing.T) {
 		p.Exit()
 	}
 	require.Eventually(t, func() bool { return server.refusals() >= 3 }, 20*time.Second, 20*time.Millisecond,
-		"the deletes were not retried: %d refusals\n%s", server.refusals(), col.output.String())
+		"the deletes were not retried: %d refusals\n%s", server.refusals(), col.Output.String())
 	server.setRefuse(nil)
 
 	for _, p := range pubs {
 		waitEntityEvents(t, server, p.Pid, 2)
 	}
-	col.stop(t) // what else it had to send, it has sent
+	col.Stop(t) // what else it had to send, it has sent
 	for _, p := range pubs {
 		events := waitEntityEvents(t, server, p.Pid, 2)
 		require.Len(t, events, 2, "pid %d: one state and one delete: %+v", p.Pid, events)
@@ -91,6 +91,6 @@ func TestEntityEventsAfterTheBackendRefused(t *testing.T) {
 		assert.Equal(t, "entity_delete", events[1].kind)
 		assert.Equal(t, "process_exited", events[1].reason)
 	}
-	assert.Contains(t, col.output.String(), "Entity events refused by the next consumer; kept and retried")
-	assert.Contains(t, col.output.String(), "Entity events accepted again by the next consumer")
+	assert.Contains(t, col.Output.String(), "Entity events refused by the next consumer; kept and retried")
+	assert.Contains(t, col.Output.String(), "Entity events accepted again by the next consumer")
 }

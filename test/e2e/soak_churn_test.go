@@ -141,7 +141,7 @@ func TestSoakChurn(t *testing.T) {
 	server := startObservingServer(t, events.observe, nil)
 	prom := freePort(t)
 	col := startCollector(t, churnConfig(t, server, prom, p.grace))
-	pid := col.cmd.Process.Pid
+	pid := col.Cmd.Process.Pid
 	sampleEvery := 5 * time.Second
 	if !p.full {
 		sampleEvery = time.Second
@@ -261,7 +261,7 @@ func TestSoakChurn(t *testing.T) {
 	}
 	stopCollectorCleanly(t, col, "churn")
 	var dropped []string
-	for line := range strings.Lines(col.output.String()) {
+	for line := range strings.Lines(col.Output.String()) {
 		if strings.Contains(line, "Events were dropped") {
 			ts, _, _ := strings.Cut(line, "\t")
 			dropped = append(dropped, ts)

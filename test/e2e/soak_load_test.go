@@ -706,7 +706,7 @@ func TestSoakLoad(t *testing.T) {
 	p := soakParameters(t)
 	r := newLoadRun(t, p, 4)
 	col := startCollector(t, r.config(false))
-	rss := sampleRSS(t, col.cmd.Process.Pid, 2*time.Second)
+	rss := sampleRSS(t, col.Cmd.Process.Pid, 2*time.Second)
 
 	rng := rand.New(rand.NewPCG(14, uint64(time.Now().UnixNano())))
 	ctx, cancel := context.WithTimeout(context.Background(), p.load)

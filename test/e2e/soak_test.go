@@ -558,13 +558,13 @@ func (l *entityLedger) snapshot() map[entityKey]entityCounts {
 func stopCollectorCleanly(t *testing.T, col *collector, what string) time.Duration {
 	t.Helper()
 	select {
-	case <-col.done:
-		t.Errorf("%s: the collector exited before SIGTERM: %v", what, col.err)
+	case <-col.Done:
+		t.Errorf("%s: the collector exited before SIGTERM: %v", what, col.Err)
 		return 0
 	default:
 	}
-	took := col.stop(t)
-	out := col.output.String()
+	took := col.Stop(t)
+	out := col.Output.String()
 	for _, bad := range []string{"panic", "fatal error", "SIGSEGV", "data race"} {
 		if strings.Contains(out, bad) {
 			t.Errorf("%s: collector output contains %q:\n%s", what, bad, tail(out, 4000))

@@ -125,9 +125,9 @@ func TestStuckProcessesThroughTheCollector(t *testing.T) {
 		}
 	}
 
-	took := col.stop(t)
+	took := col.Stop(t)
 	assert.Less(t, took, 5*time.Second, "SIGTERM to exit while reads are stuck")
-	out := col.output.String()
+	out := col.Output.String()
 	assert.Contains(t, out, "Shutdown complete")
 	assert.NotContains(t, out, "panic")
 	assert.Equal(t, 1, strings.Count(out, "quarantined"), "one quarantine warning:\n%s", out)

@@ -111,7 +111,7 @@ func waitStatuses(t *testing.T, col *collector, port int, status, errPart string
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	t.Fatalf("want every process_context component %s (%q), got %+v\n%s", status, errPart, last, col.output.String())
+	t.Fatalf("want every process_context component %s (%q), got %+v\n%s", status, errPart, last, col.Output.String())
 }
 
 // The components' status follows the tracker's health: a recoverable
@@ -131,7 +131,7 @@ func TestStatusInTheHealthCheck(t *testing.T) {
 
 		require.NoError(t, unix.Mount("/proc", proc, "", unix.MS_BIND, ""))
 		waitStatuses(t, col, port, "StatusOK", "")
-		col.stop(t)
+		col.Stop(t)
 	})
 
 	t.Run("without CAP_SYS_PTRACE", func(t *testing.T) {
@@ -141,6 +141,6 @@ func TestStatusInTheHealthCheck(t *testing.T) {
 		col := startCollector(t, statusConfig("/", port, freePort(t)), setpriv,
 			"--reuid=65534", "--regid=65534", "--clear-groups")
 		waitStatuses(t, col, port, "StatusRecoverableError", "lacks CAP_SYS_PTRACE")
-		col.stop(t)
+		col.Stop(t)
 	})
 }
