@@ -201,14 +201,17 @@ func runGetppid(b *testing.B, bin string, n int) float64 {
 	return v
 }
 
-func envInt(b *testing.B, name string, def int) int {
+// envInt returns the positive integer the environment variable name
+// holds, def when it is unset.
+func envInt(t testing.TB, name string, def int) int {
+	t.Helper()
 	s := os.Getenv(name)
 	if s == "" {
 		return def
 	}
 	v, err := strconv.Atoi(s)
 	if err != nil || v <= 0 {
-		b.Fatalf("%s=%q: want a positive integer", name, s)
+		t.Fatalf("%s=%q: want a positive integer", name, s)
 	}
 	return v
 }

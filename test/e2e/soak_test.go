@@ -70,12 +70,7 @@ func soakParameters(t *testing.T) soakParams {
 		}
 	}
 	for name, n := range map[string]*int{"SOAK_CHURN_RATE": &p.churnRate, "SOAK_IDLE": &p.idle, "SOAK_LOGS_RATE": &p.logsRate, "SOAK_PROFILES_RATE": &p.profilesRate} {
-		if v := os.Getenv(name); v != "" {
-			var err error
-			if *n, err = strconv.Atoi(v); err != nil || *n <= 0 {
-				t.Fatalf("%s=%q: want a positive number", name, v)
-			}
-		}
+		*n = envInt(t, name, *n)
 	}
 	return p
 }
