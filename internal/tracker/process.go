@@ -13,8 +13,9 @@ type Key struct {
 	StartTicks uint64
 }
 
-// Process is one publication of a context by one process, as the tracker
-// last read it. A Process is never modified once published: a change
+// Process is the identity of one process, as the tracker last read it: a
+// context it publishes or, for a process that publishes none, what its SDK
+// environment variables say (Source). A Process is never modified once published: a change
 // makes a new one. Its maps are shared by every reader and must be treated
 // as read-only.
 type Process struct {
@@ -25,14 +26,39 @@ type Process struct {
 	Key
 	// Identity is what the host knows of the process, read with the context.
 	Identity procfs.Identity
-	// Context is the published context.
+	// Source says where the identity comes from.
+	Source Source
+	// Context is the published context; from the environment, Resource
+	// holds what OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES say, and
+	// PublishedAt is 0.
 	Context otep.Context
-	// Addr is the address of the context's header in the process.
+	// Addr is the address of the context's header in the process; 0 from
+	// the environment.
 	Addr uint64
 	// EndedAt is when the publication ended (the process exited,
 	// unpublished, or published something unreadable); zero while it is
 	// live. An ended publication stays in snapshots for Config.GracePeriod.
 	EndedAt time.Time
+}
+
+// Source says where a process's identity comes from.
+type Source uint8
+
+const (
+	// SourceContext: the process publishes a context (OTEP 4719).
+	SourceContext Source = iota
+	// SourceEnvironment: the process publishes no context; its identity
+	// is what the OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES variables
+	// of its environment say, as its SDK would read them.
+	SourceEnvironment
+)
+
+// String names the source as configurations and reports do.
+func (s Source) String() string {
+	if s == SourceEnvironment {
+		return "environment"
+	}
+	return "context"
 }
 
 // Live reports whether the publication has not ended.
