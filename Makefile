@@ -23,7 +23,8 @@ FUZZ_TARGETS := \
 	./processor/processctxprocessor:FuzzPidAttribute \
 	./internal/procfs:FuzzCgroup \
 	./internal/procfs:FuzzParseStatLine \
-	./internal/reader:FuzzReadPath
+	./internal/reader:FuzzReadPath \
+	./internal/sdkenv:FuzzScanResource
 
 MDATAGEN  := $(BIN)/mdatagen
 # Every component and package with a metadata.yaml (mdatagen's own are not).

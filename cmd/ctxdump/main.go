@@ -1,6 +1,8 @@
 // Command ctxdump lists the OpenTelemetry process contexts published on this
-// host, with the tracker the collector components use: a readable table by
-// default, one JSON object per process with -json. The processes it cannot
+// host and, for processes that publish none, the service their
+// OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES name (the SOURCE column
+// says which), with the tracker the collector components use: a readable
+// table by default, one JSON object per process with -json. The processes it cannot
 // read are listed too, with why (in JSON, with "outcome" and "reason"
 // instead of a resource). It is the quickest way to check what a host
 // publishes and whether the collector's user has the permissions it needs.
@@ -34,9 +36,12 @@ import (
 )
 
 const description = `ctxdump lists the OpenTelemetry process contexts published on this host
-(the resource each process publishes, such as service.name), read with the
-process tracker of the collector's process_context components, and the
-processes it cannot read, with why. With the same privileges, the collector
+(the resource each process publishes, such as service.name) and, for the
+processes that publish none, what their OTEL_SERVICE_NAME and
+OTEL_RESOURCE_ATTRIBUTES say (source: environment; nothing else of an
+environment is read or printed), read with the process tracker of the
+collector's process_context components, and the processes it cannot read,
+with why. With the same privileges, the collector
 reads what ctxdump reads.
 
 Reading other processes needs root, or CAP_SYS_PTRACE and
@@ -117,6 +122,7 @@ type entry struct {
 	CreationTime string         `json:"process.creation.time,omitempty"`
 	Executable   string         `json:"process.executable.name,omitempty"`
 	ContainerID  string         `json:"container.id,omitempty"`
+	Source       string         `json:"source"` // context, or environment
 	PublishedAt  uint64         `json:"published_at_ns"`
 	Resource     map[string]any `json:"resource"`
 	Attributes   map[string]any `json:"attributes,omitempty"`
@@ -128,6 +134,7 @@ func entryOf(p *tracker.Process) entry {
 		CreationTime: p.Identity.CreationTimeString(),
 		Executable:   p.Identity.ExecutableName,
 		ContainerID:  p.Identity.ContainerID,
+		Source:       p.Source.String(),
 		PublishedAt:  p.Context.PublishedAt,
 		Resource:     p.Context.Resource.AsRaw(),
 		Attributes:   p.Context.Attributes.AsRaw(),
@@ -229,7 +236,7 @@ func list(tr *tracker.Tracker, o options, out, errOut io.Writer) error {
 	}
 	if o.pid != 0 && len(pubs) == 0 && len(failures) == 0 {
 		_, outcome := snap.Lookup(o.pid)
-		fmt.Fprintf(errOut, "ctxdump: pid %d publishes no context (%s)\n", o.pid, outcome)
+		fmt.Fprintf(errOut, "ctxdump: pid %d publishes no context and names no service in its environment (%s)\n", o.pid, outcome)
 	}
 	return nil
 }
@@ -313,11 +320,11 @@ func printJSON(out io.Writer, pubs []*tracker.Process, failures []failure) error
 
 func printTable(out io.Writer, pubs []*tracker.Process) error {
 	if len(pubs) == 0 {
-		fmt.Fprintln(out, "No process publishes a context.")
+		fmt.Fprintln(out, "No process publishes a context or names its service in its environment.")
 		return nil
 	}
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "PID\tEXECUTABLE\tSERVICE\tCONTAINER\tRESOURCE ATTRIBUTES")
+	fmt.Fprintln(w, "PID\tEXECUTABLE\tSERVICE\tSOURCE\tCONTAINER\tRESOURCE ATTRIBUTES")
 	for _, p := range pubs {
 		fmt.Fprintln(w, strings.Join(columns(p), "\t"))
 	}
@@ -343,10 +350,14 @@ func printFailures(out io.Writer, failures []failure) error {
 	return w.Flush()
 }
 
-// columns are a publication's cells in the table: pid, executable,
-// service, container, the other resource attributes.
+// columns are an identity's cells in the table: pid, executable, service,
+// source (context, or environment), container, the other resource
+// attributes.
 func columns(p *tracker.Process) []string {
-	name, _ := p.Context.Resource.Get("service.name")
+	var name string
+	if v, ok := p.Context.Resource.Get("service.name"); ok {
+		name = v.AsString()
+	}
 	var attrs []string
 	for k, v := range p.Context.Resource.All() {
 		if k != "service.name" {
@@ -357,7 +368,7 @@ func columns(p *tracker.Process) []string {
 	if len(container) > 12 {
 		container = container[:12]
 	}
-	return []string{strconv.Itoa(p.PID), dash(p.Identity.ExecutableName), dash(name.AsString()), dash(container), strings.Join(attrs, " ")}
+	return []string{strconv.Itoa(p.PID), dash(p.Identity.ExecutableName), dash(name), p.Source.String(), dash(container), strings.Join(attrs, " ")}
 }
 
 func dash(s string) string {
@@ -411,7 +422,7 @@ type watchTable struct {
 func (t *watchTable) row(cells []string) error {
 	wider := t.widths == nil
 	if wider {
-		t.widths = []int{len("15:04:05.000"), len("published"), len("4194304"), 15, 15, 12}
+		t.widths = []int{len("15:04:05.000"), len("published"), len("4194304"), 15, 15, len("environment"), 12}
 	}
 	for i, w := range t.widths {
 		if n := utf8.RuneCountInString(cells[i]); n > w {
@@ -430,7 +441,7 @@ func (t *watchTable) row(cells []string) error {
 		b.WriteByte('\n')
 	}
 	if wider {
-		line([]string{"TIME", "EVENT", "PID", "EXECUTABLE", "SERVICE", "CONTAINER", "RESOURCE ATTRIBUTES"})
+		line([]string{"TIME", "EVENT", "PID", "EXECUTABLE", "SERVICE", "SOURCE", "CONTAINER", "RESOURCE ATTRIBUTES"})
 	}
 	line(cells)
 	_, err := io.WriteString(t.out, b.String())

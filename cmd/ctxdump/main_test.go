@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"io"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
@@ -53,8 +54,8 @@ func TestListsPublishers(t *testing.T) {
 	require.NoError(t, run(context.Background(), []string{"-pid", strconv.Itoa(goPub.Pid)}, &out, &errOut))
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	require.Len(t, lines, 2, "%s", out.String())
-	assert.Regexp(t, `^PID\s+EXECUTABLE\s+SERVICE\s+CONTAINER`, lines[0])
-	assert.Regexp(t, `^`+strconv.Itoa(goPub.Pid)+`\s+go-publisher\s+dump-go\s+-`, lines[1])
+	assert.Regexp(t, `^PID\s+EXECUTABLE\s+SERVICE\s+SOURCE\s+CONTAINER`, lines[0])
+	assert.Regexp(t, `^`+strconv.Itoa(goPub.Pid)+`\s+go-publisher\s+dump-go\s+context\s+-`, lines[1])
 }
 
 // syncWriter lets the test read what run writes meanwhile.
@@ -121,7 +122,7 @@ func TestWatchTableLinesUp(t *testing.T) {
 	cancel()
 	require.NoError(t, <-done)
 	header, row := out.lines()[2], out.lines()[3]
-	assert.Regexp(t, `^\d\d:\d\d:\d\d\.\d{3}  updated\s+`+strconv.Itoa(p.Pid)+`\s+go-publisher\s+a-service-name-wider-than-its-column\s+-\s+k=v$`, row)
+	assert.Regexp(t, `^\d\d:\d\d:\d\d\.\d{3}  updated\s+`+strconv.Itoa(p.Pid)+`\s+go-publisher\s+a-service-name-wider-than-its-column\s+context\s+-\s+k=v$`, row)
 	for column, value := range map[string]string{"EVENT": "updated", "PID": strconv.Itoa(p.Pid), "EXECUTABLE": "go-publisher",
 		"SERVICE": "a-service-name-wider-than-its-column", "RESOURCE ATTRIBUTES": "k=v"} {
 		assert.Equal(t, strings.Index(header, column), strings.Index(row, value), "%s\n%s", header, row)
@@ -131,18 +132,18 @@ func TestWatchTableLinesUp(t *testing.T) {
 func TestUnknownPid(t *testing.T) {
 	var out, errOut bytes.Buffer
 	require.NoError(t, run(context.Background(), []string{"-pid", strconv.Itoa(os.Getpid())}, &out, &errOut))
-	assert.Contains(t, out.String(), "No process publishes a context.")
-	assert.Contains(t, errOut.String(), "publishes no context (no_context)")
+	assert.Contains(t, out.String(), "No process publishes a context or names its service in its environment.")
+	assert.Contains(t, errOut.String(), "publishes no context and names no service in its environment (no_context)")
 
 	out.Reset()
 	errOut.Reset()
 	require.NoError(t, run(context.Background(), []string{"-json", "-pid", strconv.Itoa(os.Getpid())}, &out, &errOut))
 	assert.Empty(t, out.String())
-	assert.Contains(t, errOut.String(), "publishes no context (no_context)")
+	assert.Contains(t, errOut.String(), "publishes no context and names no service in its environment (no_context)")
 }
 
 func TestWatchTable(t *testing.T) {
-	const header = "TIME          EVENT      PID      EXECUTABLE       SERVICE          CONTAINER     RESOURCE ATTRIBUTES"
+	const header = "TIME          EVENT      PID      EXECUTABLE       SERVICE          SOURCE       CONTAINER     RESOURCE ATTRIBUTES"
 	tests := []struct {
 		name string
 		rows [][]string
@@ -151,28 +152,28 @@ func TestWatchTable(t *testing.T) {
 		{
 			name: "header once while values fit",
 			rows: [][]string{
-				{"15:04:05.000", "published", "42", "java", "api", "-", "a=b"},
-				{"15:04:06.000", "ended", "4194303", "executable-name", "ünïcödé", "0123456789ab", ""},
+				{"15:04:05.000", "published", "42", "java", "api", "context", "-", "a=b"},
+				{"15:04:06.000", "ended", "4194303", "executable-name", "ünïcödé", "environment", "0123456789ab", ""},
 			},
 			want: []string{
 				header,
-				"15:04:05.000  published  42       java             api              -             a=b",
-				"15:04:06.000  ended      4194303  executable-name  ünïcödé          0123456789ab",
+				"15:04:05.000  published  42       java             api              context      -             a=b",
+				"15:04:06.000  ended      4194303  executable-name  ünïcödé          environment  0123456789ab",
 			},
 		},
 		{
 			name: "a wider value widens its column under a new header",
 			rows: [][]string{
-				{"15:04:05.000", "published", "42", "java", "api", "-", "a=b"},
-				{"15:04:06.000", "updated", "42", "java", "a-much-longer-service", "-", "a=c"},
-				{"15:04:07.000", "ended", "42", "java", "api", "-", ""},
+				{"15:04:05.000", "published", "42", "java", "api", "context", "-", "a=b"},
+				{"15:04:06.000", "updated", "42", "java", "a-much-longer-service", "context", "-", "a=c"},
+				{"15:04:07.000", "ended", "42", "java", "api", "context", "-", ""},
 			},
 			want: []string{
 				header,
-				"15:04:05.000  published  42       java             api              -             a=b",
-				"TIME          EVENT      PID      EXECUTABLE       SERVICE                CONTAINER     RESOURCE ATTRIBUTES",
-				"15:04:06.000  updated    42       java             a-much-longer-service  -             a=c",
-				"15:04:07.000  ended      42       java             api                    -",
+				"15:04:05.000  published  42       java             api              context      -             a=b",
+				"TIME          EVENT      PID      EXECUTABLE       SERVICE                SOURCE       CONTAINER     RESOURCE ATTRIBUTES",
+				"15:04:06.000  updated    42       java             a-much-longer-service  context      -             a=c",
+				"15:04:07.000  ended      42       java             api                    context      -",
 			},
 		},
 	}
@@ -186,4 +187,26 @@ func TestWatchTable(t *testing.T) {
 			assert.Equal(t, strings.Join(tt.want, "\n")+"\n", out.String())
 		})
 	}
+}
+
+// A process that publishes no context but sets the SDK variables is
+// listed with its source; nothing else of its environment is printed.
+func TestListsEnvironmentIdentities(t *testing.T) {
+	cmd := exec.Command("sleep", "60")
+	cmd.Env = []string{"OTEL_SERVICE_NAME=dump-env", "OTEL_RESOURCE_ATTRIBUTES=team=a%20b", "API_TOKEN=s3cr3t-token"}
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+
+	var out, errOut bytes.Buffer
+	require.NoError(t, run(context.Background(), []string{"-json", "-pid", strconv.Itoa(cmd.Process.Pid)}, &out, &errOut))
+	found := decode(t, out.Bytes())
+	require.Contains(t, found, cmd.Process.Pid, "%s%s", out.String(), errOut.String())
+	e := found[cmd.Process.Pid]
+	assert.Equal(t, "environment", e.Source)
+	assert.Equal(t, map[string]any{"service.name": "dump-env", "team": "a b"}, e.Resource)
+
+	out.Reset()
+	require.NoError(t, run(context.Background(), []string{"-pid", strconv.Itoa(cmd.Process.Pid)}, &out, &errOut))
+	assert.Regexp(t, strconv.Itoa(cmd.Process.Pid)+`\s+sleep\s+dump-env\s+environment\s+-\s+team=a b`, out.String())
+	assert.NotContains(t, out.String()+errOut.String(), "s3cr3t")
 }

@@ -120,7 +120,7 @@ func TestListsUnreadable(t *testing.T) {
 	require.NoError(t, run(context.Background(), []string{"-pid", pid}, &out, &errOut))
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	require.Len(t, lines, 4, "%s", out.String())
-	assert.Equal(t, "No process publishes a context.", lines[0])
+	assert.Equal(t, "No process publishes a context or names its service in its environment.", lines[0])
 	assert.Regexp(t, `^PID\s+EXECUTABLE\s+OUTCOME\s+WHY$`, lines[2])
 	assert.Regexp(t, `^`+pid+`\s+c-publisher\s+invalid\s+it publishes something that is not a valid context$`, lines[3])
 	assert.NotContains(t, errOut.String(), "publishes no context", "listed: not said again")

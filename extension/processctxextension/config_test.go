@@ -22,6 +22,7 @@ func TestLoadConfig(t *testing.T) {
 	full := tracker.DefaultConfig()
 	full.RootPath = "/hostfs"
 	full.MaxPayloadSize = 32768
+	full.Sources = []tracker.Source{tracker.SourceEnvironment}
 	full.Discovery = tracker.DiscoveryPoll
 	full.PublicationEvents = "syscall_tracepoints"
 	full.CollectionInterval = 5 * time.Second
@@ -47,6 +48,7 @@ func TestLoadConfig(t *testing.T) {
 		{name: "invalid", wantErr: []string{
 			// The keys as the user wrote them, not the struct's path.
 			`root_path must be an absolute path, got "hostfs"`,
+			`sources lists "context" twice`,
 			`discovery must be "auto", "events" or "poll", got "ebpf"`,
 			`publication_events must be "auto", "fexit", "syscall_tracepoints", "raw_sys_exit" or "none", got "sys_exit"`,
 			"collection_interval must be positive, got 0s",
@@ -54,6 +56,7 @@ func TestLoadConfig(t *testing.T) {
 			"recheck_interval must be positive, got 0s",
 		}},
 		{name: "unknown_key", unmarshal: "has invalid keys: cache"},
+		{name: "unknown_source", unmarshal: `unknown source "envvars": use "context" or "environment"`},
 	}
 	for _, tt := range tests {
 		id := component.NewIDWithName(metadata.Type, tt.name)

@@ -101,10 +101,18 @@ func (t *Tracker) apply(r *request) {
 		}
 	}
 	p.kernel = r.res.kernel
+	if r.res.envRead {
+		p.envDone = true
+		if r.res.envErr != nil {
+			// What the SDK would report; the error names the variable,
+			// never its text.
+			t.log.Debug("Part of a process's SDK environment was discarded", zap.Int("pid", r.pid), zap.Error(r.res.envErr))
+		}
+	}
 	if o == OutcomeOK || o == OutcomeUnchanged || o == OutcomeNoContext {
 		p.answered()
 	}
-	if p.pub != nil && (r.op == opRefresh || r.op == opDiscover) {
+	if p.publishes() && (r.op == opRefresh || r.op == opDiscover) {
 		t.applyToPublisher(r, p, o)
 	} else {
 		t.applyToSilent(r, p, o)
@@ -166,26 +174,27 @@ func (t *Tracker) applyToSilent(r *request, p *proc, o Outcome) {
 	}
 }
 
-// publish records a context read and emits its change.
+// publish records an identity read (a context, or the environment of a
+// process without one) and emits its change: Updated when it replaces
+// the other source's.
 func (t *Tracker) publish(pid int, p *proc, res *result) {
 	kind := Updated
 	switch {
 	case p.pub == nil:
 		kind = Published
-		t.livePub++
-	case p.pub.Addr == res.addr && p.pub.Context.PublishedAt == res.ctx.PublishedAt:
-		return // the same context, read again (a new inode, say)
+	case p.pub.Source == res.source && p.pub.Addr == res.addr && p.pub.Context.PublishedAt == res.ctx.PublishedAt:
+		return // the same context or environment, read again (a new inode, say)
 	}
 	pub := (&Process{
 		Key:      Key{PID: pid, StartTicks: p.start},
 		Identity: *res.identity,
+		Source:   res.source,
 		Context:  res.ctx,
 		Addr:     res.addr,
 	}).withViews(t.views)
-	if f := t.events.filter; f != nil && (p.pub == nil || p.pub.Addr != res.addr) {
-		if err := f.Track(pid, res.addr, otep.HeaderSize); err != nil {
-			t.log.Debug("The event source cannot watch this publication's unmapping", zap.Int("pid", pid), zap.Error(err))
-		}
+	t.watchUnmap(pid, p, res)
+	if res.source == SourceContext {
+		p.envDone = false // read again once the context ends
 	}
 	p.pub, p.found = pub, OutcomeOK
 	t.pubs[pid] = pub
@@ -193,19 +202,44 @@ func (t *Tracker) publish(pid int, p *proc, res *result) {
 	t.changed = true
 }
 
-// endPublication ends p's live publication, if any, keeping it for the
-// grace period.
+// watchUnmap keeps the count of live publications and tells the event
+// source which context mapping of pid to watch, as pub goes from p.pub to
+// res.
+func (t *Tracker) watchUnmap(pid int, p *proc, res *result) {
+	was, is := p.publishes(), res.source == SourceContext
+	switch {
+	case is && !was:
+		t.livePub++
+	case was && !is:
+		t.livePub--
+	}
+	f := t.events.filter
+	switch {
+	case f == nil:
+	case is && (!was || p.pub.Addr != res.addr):
+		if err := f.Track(pid, res.addr, otep.HeaderSize); err != nil {
+			t.log.Debug("The event source cannot watch this publication's unmapping", zap.Int("pid", pid), zap.Error(err))
+		}
+	case was && !is:
+		_ = f.Untrack(pid)
+	}
+}
+
+// endPublication ends p's live publication (or identity from its
+// environment), if any, keeping it for the grace period.
 func (t *Tracker) endPublication(pid int, p *proc, kind ChangeKind) {
 	if p.pub == nil {
 		return
 	}
 	ended := *p.pub
 	ended.EndedAt = t.now()
-	p.pub, p.found = nil, OutcomeNoContext
-	t.livePub--
-	if f := t.events.filter; f != nil {
-		_ = f.Untrack(pid) // gone already when the process exited
+	if p.publishes() {
+		t.livePub--
+		if f := t.events.filter; f != nil {
+			_ = f.Untrack(pid) // gone already when the process exited
+		}
 	}
+	p.pub, p.found = nil, OutcomeNoContext
 	t.changes = append(t.changes, Change{Kind: kind, Process: &ended})
 	t.changed = true
 	if t.cfg.GracePeriod <= 0 {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/processctx/otelcol-processctx/internal/otep"
@@ -17,8 +18,13 @@ type Config struct {
 	// RootPath is where the host's filesystem is mounted: "/" on the host,
 	// e.g. "/hostfs" in a container with the host's procfs at /hostfs/proc.
 	RootPath string `mapstructure:"root_path"`
-	// MaxPayloadSize caps the payload a publisher may declare.
+	// MaxPayloadSize caps the payload a publisher may declare, and each of
+	// the two SDK variables kept from an environment.
 	MaxPayloadSize uint32 `mapstructure:"max_payload_size"`
+	// Sources says where identities come from: SourceContext (published
+	// contexts), SourceEnvironment (OTEL_SERVICE_NAME and
+	// OTEL_RESOURCE_ATTRIBUTES of processes that publish none), or both.
+	Sources []Source `mapstructure:"sources"`
 	// Discovery says which event sources Open starts: DiscoveryAuto (those
 	// the privileges and the kernel allow), DiscoveryEvents (all, or fail)
 	// or DiscoveryPoll (none).
@@ -89,6 +95,7 @@ func DefaultConfig() Config {
 	return Config{
 		RootPath:           "/",
 		MaxPayloadSize:     otep.DefaultLimits().MaxPayloadSize,
+		Sources:            []Source{SourceContext, SourceEnvironment},
 		Discovery:          DiscoveryAuto,
 		PublicationEvents:  AutoPublicationEvents,
 		CollectionInterval: 10 * time.Second,
@@ -147,6 +154,14 @@ func (c *Config) Validate() error {
 	if err := c.Limits().Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("max_payload_size: %w", err))
 	}
+	if len(c.Sources) == 0 {
+		errs = append(errs, fmt.Errorf("sources must list %q, %q or both", SourceContext, SourceEnvironment))
+	}
+	for i, src := range c.Sources {
+		if slices.Contains(c.Sources[:i], src) {
+			errs = append(errs, fmt.Errorf("sources lists %q twice", src))
+		}
+	}
 	switch c.Discovery {
 	case DiscoveryAuto, DiscoveryEvents, DiscoveryPoll:
 	default:
@@ -182,6 +197,9 @@ func (c *Config) Validate() error {
 	}
 	return errors.Join(errs...)
 }
+
+// uses reports whether identities come from s.
+func (c *Config) uses(s Source) bool { return slices.Contains(c.Sources, s) }
 
 // Limits returns the bounds of a context that MaxPayloadSize sets.
 func (c *Config) Limits() otep.Limits {

@@ -255,6 +255,11 @@ func (t *Tracker) handle(ev Event) {
 		if p == nil { // else known already: a listing or a publication event came first
 			p = t.newProc(pid)
 			p.found, p.lookedAt = OutcomeNoContext, t.clock()
+			if t.cfg.uses(SourceEnvironment) {
+				// Its environment, unless it execs first (most forks do,
+				// at once: the exec makes another plan).
+				t.plan(pid, p, causeExec, t.clock()+int64(youngDelays[0]))
+			}
 		}
 	case EventExec:
 		t.execed(pid, p, ev.Time)
@@ -283,7 +288,12 @@ func (t *Tracker) execed(pid int, p *proc, at uint64) {
 	}
 	p.found, p.lookedAt = OutcomeNoContext, t.clock()
 	if t.events.live&PublicationEvents == 0 {
+		// The young reads look for a context, and read the environment
+		// with the first.
 		t.plan(pid, p, causeYoung, t.clock()+int64(youngDelays[0]))
+	} else if t.cfg.uses(SourceEnvironment) {
+		// Read once per exec; a process that exits at once is not read.
+		t.plan(pid, p, causeExec, t.clock()+int64(minEventGap))
 	}
 }
 

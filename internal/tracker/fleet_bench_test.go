@@ -24,9 +24,11 @@ import (
 // PROCESSCTX_BENCH_PROCS (1000) processes in all, PROCESSCTX_BENCH_PUBLISHERS
 // (100) of them Go publishers, PROCESSCTX_BENCH_BIG (5) idle processes with
 // PROCESSCTX_BENCH_BIG_MAPPINGS (50000) extra mappings; the rest are idle C
-// processes without a context.
+// processes without a context, PROCESSCTX_BENCH_ENV_SERVICES (50) of which
+// set OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES. Every process has the
+// benchmark's own environment besides.
 type fleetShape struct {
-	procs, publishers, big, bigMappings int
+	procs, publishers, big, bigMappings, envServices int
 }
 
 func fleetShapeFromEnv(b *testing.B) fleetShape {
@@ -47,8 +49,9 @@ func fleetShapeFromEnv(b *testing.B) fleetShape {
 		publishers:  get("PROCESSCTX_BENCH_PUBLISHERS", 100),
 		big:         get("PROCESSCTX_BENCH_BIG", 5),
 		bigMappings: get("PROCESSCTX_BENCH_BIG_MAPPINGS", 50_000),
+		envServices: get("PROCESSCTX_BENCH_ENV_SERVICES", 50),
 	}
-	if s.publishers+s.big > s.procs {
+	if s.publishers+s.big+s.envServices > s.procs {
 		b.Fatalf("fleet %+v: more publishers and big processes than processes", s)
 	}
 	return s
@@ -58,7 +61,8 @@ func fleetShapeFromEnv(b *testing.B) fleetShape {
 type fleet struct {
 	shape        fleetShape
 	publishers   []*pubtest.Proc
-	idle         []int // pids without a context, the big ones included
+	idle         []int       // pids without a context, the big ones included
+	envServices  []*exec.Cmd // idle processes named by their environment
 	pids         map[int]bool
 	pubName      string
 	idleName     string
@@ -114,7 +118,13 @@ func startFleet(b *testing.B) *fleet {
 		if i < shape.big {
 			mappings = shape.bigMappings
 		}
-		p := pubtest.StartCommand(b, pubtest.Kind("manymaps"), exec.Command(idleBin, strconv.Itoa(mappings)))
+		cmd := exec.Command(idleBin, strconv.Itoa(mappings))
+		if i >= shape.big && i < shape.big+shape.envServices {
+			cmd.Env = append(os.Environ(), fmt.Sprintf("OTEL_SERVICE_NAME=bench-env-%02d", i%20),
+				"OTEL_RESOURCE_ATTRIBUTES=service.namespace=bench,deployment.environment.name=production,service.version=1.0.0")
+			f.envServices = append(f.envServices, cmd)
+		}
+		p := pubtest.StartCommand(b, pubtest.Kind("manymaps"), cmd)
 		f.idle = append(f.idle, p.Pid)
 		f.pids[p.Pid] = true
 	}
@@ -131,8 +141,8 @@ func startFleet(b *testing.B) *fleet {
 	if shape.publishers > 0 {
 		f.payloadBytes = total / shape.publishers
 	}
-	b.Logf("fleet: %d processes (%d Go publishers, %d idle of which %d with %d mappings) started in %v",
-		shape.procs, shape.publishers, len(f.idle), shape.big, shape.bigMappings, time.Since(start).Round(time.Millisecond))
+	b.Logf("fleet: %d processes (%d Go publishers, %d idle of which %d with %d mappings and %d named by their environment) started in %v",
+		shape.procs, shape.publishers, len(f.idle), shape.big, shape.bigMappings, shape.envServices, time.Since(start).Round(time.Millisecond))
 	return f
 }
 

@@ -1,9 +1,13 @@
 package tracker
 
 import (
+	"errors"
+	"os"
+
 	"github.com/processctx/otelcol-processctx/internal/otep"
 	"github.com/processctx/otelcol-processctx/internal/procfs"
 	"github.com/processctx/otelcol-processctx/internal/reader"
+	"github.com/processctx/otelcol-processctx/internal/sdkenv"
 )
 
 // Host reads the processes of one host. Any method but ListPids may block
@@ -23,6 +27,11 @@ type Host interface {
 	// ReadContext reads the context whose header is at addr; see
 	// reader.Reader.ReadContext.
 	ReadContext(pid int, addr, lastPublishedAt uint64, via reader.Via) (otep.Context, bool, error)
+	// Environment reads what pid's environment says of its identity: only
+	// OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES are kept (sdkenv.Scan:
+	// streamed, bounded). Vars are valid beside an error wrapping
+	// sdkenv.ErrTooLarge.
+	Environment(pid int) (sdkenv.Vars, error)
 	// Identity reads what the host knows of pid.
 	Identity(pid int) (procfs.Identity, error)
 	// Executable names pid's executable for reports, best effort.
@@ -41,10 +50,11 @@ type Host interface {
 
 // procHost is the Host of a procfs.
 type procHost struct {
-	fs     *procfs.FS
-	reader *reader.Reader
-	ids    *procfs.IdentityReader
-	lister procfs.PidLister
+	fs       *procfs.FS
+	maxValue int // of a kept environment variable
+	reader   *reader.Reader
+	ids      *procfs.IdentityReader
+	lister   procfs.PidLister
 }
 
 // NewHost returns the Host that reads the processes of fs, bound by limits.
@@ -53,7 +63,7 @@ func NewHost(fs *procfs.FS, limits otep.Limits) (Host, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &procHost{fs: fs, reader: r, ids: procfs.NewIdentityReader(fs)}, nil
+	return &procHost{fs: fs, reader: r, ids: procfs.NewIdentityReader(fs), maxValue: int(limits.MaxPayloadSize)}, nil
 }
 
 func (h *procHost) ListPids() ([]procfs.PidEntry, error) { return h.lister.List(h.fs) }
@@ -64,6 +74,19 @@ func (h *procHost) FindMapping(pid int) (otep.Mapping, error) { return h.reader.
 
 func (h *procHost) ReadContext(pid int, addr, last uint64, via reader.Via) (otep.Context, bool, error) {
 	return h.reader.ReadContext(pid, addr, last, via)
+}
+
+func (h *procHost) Environment(pid int) (sdkenv.Vars, error) {
+	f, err := os.Open(h.fs.Path(pid, "environ"))
+	if err != nil {
+		return sdkenv.Vars{}, procfs.WrapOS("open environ", pid, err)
+	}
+	defer f.Close()
+	vars, err := sdkenv.Scan(f, h.maxValue)
+	if err != nil && !errors.Is(err, sdkenv.ErrTooLarge) {
+		err = procfs.WrapOS("read environ", pid, err)
+	}
+	return vars, err
 }
 
 func (h *procHost) Identity(pid int) (procfs.Identity, error) { return h.ids.Identity(pid) }

@@ -82,10 +82,14 @@ func openSources(cfg Config, hostPids bool, logger *zap.Logger) ([]EventSource, 
 			sources = append(sources, s)
 			procWhat = "proc connector"
 		}
-		s, what, err := openPublicationEvents(cfg.PublicationEvents)
-		pubWhat, pubErr = what, err
-		if s != nil {
-			sources = append(sources, s)
+		if cfg.uses(SourceContext) {
+			s, what, err := openPublicationEvents(cfg.PublicationEvents)
+			pubWhat, pubErr = what, err
+			if s != nil {
+				sources = append(sources, s)
+			}
+		} else {
+			pubWhat = "none (contexts are not a source)"
 		}
 	}
 	if cfg.Discovery == DiscoveryEvents && (procErr != nil || pubErr != nil) {

@@ -14,11 +14,17 @@ type proc struct {
 	start  uint64 // start time in clock ticks, (pid, start) the key; 0 until read
 	ino    uint64 // inode of /proc/<pid> when last listed; another one: maybe another process
 
-	// What it publishes: pub while it publishes; otherwise found says what
-	// its last read found (OutcomeUnknown: not read yet).
+	// Who it says it is: pub while it publishes a context, or while its
+	// environment names it; otherwise found says what its last read found
+	// (OutcomeUnknown: not read yet).
 	pub    *Process
 	found  Outcome
 	kernel bool // a kernel thread: no user memory, never read again
+	// envDone: its environment, fixed at exec, was read: what it said is
+	// pub, unless a context replaced it. A context published clears it:
+	// when the context ends, the environment is read again, in the same
+	// read.
+	envDone bool
 
 	// Its reads: the one out, the one planned (decide says which).
 	reading, planned cause
@@ -71,6 +77,9 @@ const (
 	causeYoung
 	// causeQuarantine: a quarantined process's backoff has passed.
 	causeQuarantine
+	// causeExec: a fork or exec event: the environment of the new image
+	// is read, not its maps (publication events tell of its context).
+	causeExec
 )
 
 // urgent reports whether reads for c go before scan work: something is
@@ -140,6 +149,10 @@ func (p *proc) awaitsEvent() bool {
 	return p.pub == nil && (p.reading == causeEvent || p.planned == causeEvent)
 }
 
+// publishes reports whether p publishes a context (and is not only named
+// by its environment).
+func (p *proc) publishes() bool { return p.pub != nil && p.pub.Source == SourceContext }
+
 // lookupOutcome is what a lookup of the pid says while the snapshot has no
 // publication of it.
 func (p *proc) lookupOutcome() Outcome {
@@ -180,11 +193,11 @@ func (t *Tracker) decide(p *proc, c cause, now int64) (decision, int64) {
 	}
 	switch c {
 	case causeRescan:
-		if p.pub != nil || now-p.lookedAt < int64(t.rescanDelay(p)) {
+		if p.publishes() || now-p.lookedAt < int64(t.rescanDelay(p)) || t.nothingToFind(p) {
 			return skip, 0
 		}
 	case causeHint:
-		if p.pub != nil || (p.start != 0 && now-p.lookedAt < int64(t.cfg.RecheckInterval)) {
+		if p.publishes() || (p.start != 0 && now-p.lookedAt < int64(t.cfg.RecheckInterval)) {
 			return skip, 0
 		}
 	case causeProbe:
@@ -192,7 +205,11 @@ func (t *Tracker) decide(p *proc, c cause, now int64) (decision, int64) {
 			return skip, 0 // known meanwhile
 		}
 	case causeYoung:
-		if p.pub != nil || p.steps >= youngReads {
+		if p.publishes() || p.steps >= youngReads || t.nothingToFind(p) {
+			return skip, 0
+		}
+	case causeExec:
+		if p.envDone || p.publishes() || !t.cfg.uses(SourceEnvironment) {
 			return skip, 0
 		}
 	case causeEvent, causeRetry:
@@ -201,6 +218,12 @@ func (t *Tracker) decide(p *proc, c cause, now int64) (decision, int64) {
 		}
 	}
 	return readNow, now
+}
+
+// nothingToFind reports whether reading p again cannot tell anything new:
+// its environment is read and contexts are not a source.
+func (t *Tracker) nothingToFind(p *proc) bool {
+	return p.envDone && !t.cfg.uses(SourceContext)
 }
 
 // want reads p for c now, plans the read, or does nothing, as decide says.
@@ -217,11 +240,13 @@ func (t *Tracker) want(pid int, p *proc, c cause) {
 // request starts a read of p for c: what to read follows from what is
 // known of it.
 func (t *Tracker) request(pid int, p *proc, c cause, now int64) request {
-	r := request{pid: pid, serial: p.serial, cause: c, start: p.start, via: p.via()}
+	r := request{pid: pid, serial: p.serial, cause: c, start: p.start, via: p.via(),
+		env:    !p.envDone && t.cfg.uses(SourceEnvironment),
+		noMaps: c == causeExec || !t.cfg.uses(SourceContext)}
 	switch {
 	case p.start == 0 || c == causeListing:
 		r.op = opDiscover
-	case p.pub != nil:
+	case p.publishes():
 		r.op, r.addr, r.last = opRefresh, p.pub.Addr, p.pub.Context.PublishedAt
 	default:
 		r.op = opLocate
@@ -248,7 +273,7 @@ func (t *Tracker) followUp(pid int, p *proc, c cause, o Outcome, discovered bool
 		next := p.planned
 		p.planned = causeNone
 		t.want(pid, p, next)
-	case p.pub != nil || p.kernel:
+	case p.publishes() || p.kernel:
 		p.steps = youngReads
 	case p.steps < publishRetries && (o == OutcomeTorn || (c == causeEvent || c == causeRetry) && o == OutcomeNoContext):
 		// A publication event's read that came too early, or a first

@@ -1,6 +1,7 @@
 package tracker
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/processctx/otelcol-processctx/internal/otep"
@@ -60,6 +61,22 @@ func (s Source) String() string {
 	}
 	return "context"
 }
+
+// UnmarshalText reads a source's name, for the configuration.
+func (s *Source) UnmarshalText(text []byte) error {
+	switch string(text) {
+	case "context":
+		*s = SourceContext
+	case "environment":
+		*s = SourceEnvironment
+	default:
+		return fmt.Errorf("unknown source %q: use %q or %q", text, SourceContext, SourceEnvironment)
+	}
+	return nil
+}
+
+// MarshalText names the source.
+func (s Source) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 
 // Live reports whether the publication has not ended.
 func (p *Process) Live() bool { return p.EndedAt.IsZero() }

@@ -4,9 +4,12 @@ import (
 	"errors"
 	"fmt"
 
+	"go.opentelemetry.io/collector/pdata/pcommon"
+
 	"github.com/processctx/otelcol-processctx/internal/otep"
 	"github.com/processctx/otelcol-processctx/internal/procfs"
 	"github.com/processctx/otelcol-processctx/internal/reader"
+	"github.com/processctx/otelcol-processctx/internal/sdkenv"
 )
 
 // op is what a request reads of one process.
@@ -38,6 +41,10 @@ type request struct {
 	last   uint64 // opRefresh: the timestamp of the context held
 	via    reader.Via
 	why    bool // opDescribe: explain a permission denial too
+	// env: read the environment when no context is found (once per
+	// incarnation: proc.envDone); noMaps: look for no context (an exec's
+	// environment read, or contexts not a source).
+	env, noMaps bool
 
 	res result
 }
@@ -52,7 +59,13 @@ type result struct {
 	relocated bool             // opRefresh: the header was gone and the maps were read again
 	kernel    bool             // opDiscover: a kernel thread
 	identity  *procfs.Identity // with a new context
-	exe, why  string           // opDescribe
+	source    Source           // of ctx
+	// envRead: the environment was read; envErr is what was wrong with
+	// it (a variable too long or not decoding, discarded as an SDK
+	// would), never its text.
+	envRead  bool
+	envErr   error
+	exe, why string // opDescribe
 }
 
 // outcome classifies the result.
@@ -126,13 +139,21 @@ func refresh(h Host, r *request) bool {
 }
 
 // locate finds the context mapping in the maps and reads the context
-// there.
+// there; without one, the identity the environment gives, when asked.
 func locate(h Host, r *request) {
+	if r.noMaps {
+		r.res.err = fmt.Errorf("pid %d: maps not read: %w", r.pid, otep.ErrNoContext)
+		environment(h, r)
+		return
+	}
 	m, err := h.FindMapping(r.pid)
 	if err != nil {
 		r.res.err = err
 		if r.res.relocated && errors.Is(err, otep.ErrNoContext) {
 			r.res.err = exitingOr(h, r, err)
+		}
+		if errors.Is(r.res.err, otep.ErrNoContext) {
+			environment(h, r)
 		}
 		return
 	}
@@ -143,6 +164,38 @@ func locate(h Host, r *request) {
 		return
 	}
 	r.res.ctx, r.res.changed = ctx, true
+	identify(h, r)
+}
+
+// environment reads the identity a process without a context has from
+// its SDK environment variables, when the request asks for it. Nothing
+// else of the environment leaves Host.Environment.
+func environment(h Host, r *request) {
+	if !r.env {
+		return
+	}
+	vars, err := h.Environment(r.pid)
+	if errors.Is(err, sdkenv.ErrEmpty) {
+		return // mid-exec, or none at all: read again at the next read
+	}
+	if err != nil && !errors.Is(err, sdkenv.ErrTooLarge) {
+		r.res.err = fmt.Errorf("environment: %w", err)
+		return
+	}
+	r.res.envRead, r.res.envErr = true, err
+	if vars.Empty() {
+		return
+	}
+	attrs := pcommon.NewMap()
+	if err := vars.Resource(attrs); err != nil {
+		r.res.envErr = errors.Join(r.res.envErr, err)
+	}
+	if attrs.Len() == 0 {
+		return
+	}
+	r.res.err = nil
+	r.res.ctx = otep.Context{Resource: attrs, Attributes: pcommon.NewMap()}
+	r.res.source, r.res.changed = SourceEnvironment, true
 	identify(h, r)
 }
 

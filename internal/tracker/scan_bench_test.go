@@ -255,6 +255,45 @@ func BenchmarkScan(b *testing.B) {
 		}.run(b, f, false)
 	})
 
+	// Discovery with the environment a source (the default) against
+	// discovery of contexts only, alternated in one run: what reading
+	// every process's environment once costs (target: at most 1.15x).
+	b.Run("discovery-environment", func(b *testing.B) {
+		with, without := newMeter(b), newMeter(b)
+		for b.Loop() {
+			for _, env := range []bool{false, true} {
+				b.StopTimer()
+				bt := startBenchTracker(b, func(cfg *tracker.Config) {
+					if !env {
+						cfg.Sources = []tracker.Source{tracker.SourceContext}
+					}
+				})
+				m := without
+				if env {
+					m = with
+				}
+				b.StartTimer()
+				m.measure(bt.reader, func() { <-bt.tr.Ready() })
+				b.StopTimer()
+				if got := bt.publishers(f); got != pubs {
+					b.Fatalf("%d publishers found, want %d", got, pubs)
+				}
+				if env {
+					for _, c := range f.envServices {
+						if p, _ := bt.tr.Snapshot().Lookup(c.Process.Pid); p == nil || p.Source != tracker.SourceEnvironment {
+							b.Fatalf("pid %d: not named by its environment", c.Process.Pid)
+						}
+					}
+				}
+				_ = bt.tr.Stop(context.Background())
+				b.StartTimer()
+			}
+		}
+		b.ReportMetric(float64(without.cpu.Microseconds())/float64(without.scans)/1000, "ms-cpu/context-only")
+		b.ReportMetric(float64(with.cpu.Microseconds())/float64(with.scans)/1000, "ms-cpu/with-environment")
+		b.ReportMetric(with.cpuPerScan()/without.cpuPerScan(), "environment/context-only")
+	})
+
 	// Nothing changed and no rescan is due: the listing and one 8-byte read
 	// per publisher; no stat, maps file or payload.
 	b.Run("steady", func(b *testing.B) {

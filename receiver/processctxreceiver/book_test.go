@@ -240,3 +240,43 @@ func describe(events []*owed) []string {
 	}
 	return out
 }
+
+// A process identified by its environment that publishes a context, or
+// unpublishes it while it lives, is the same entity with another
+// description (process_context.source): the tracker's Updated change owes
+// a state event, whichever state was delivered before.
+func TestBookSourceChangeIsStated(t *testing.T) {
+	withSource := func(s tracker.Source) *tracker.Process {
+		p := versionOf(1, 1)
+		p.Source = s
+		p.Context.Attributes = pcommon.NewMap() // as the tracker reads it: the writer reads it
+		return p
+	}
+	tests := []struct {
+		name     string
+		from, to tracker.Source
+	}{
+		{"environment then context", tracker.SourceEnvironment, tracker.SourceContext},
+		{"context then environment", tracker.SourceContext, tracker.SourceEnvironment},
+	}
+	for _, tt := range tests {
+		for _, delivered := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s/first_delivered=%v", tt.name, delivered), func(t *testing.T) {
+				b := newBook(createDefaultConfig())
+				b.record([]tracker.Change{{Kind: tracker.Published, Process: withSource(tt.from)}}, nil)
+				if delivered {
+					b.settle(b.batch(), accepted)
+				}
+				b.record([]tracker.Change{{Kind: tracker.Updated, Process: withSource(tt.to)}}, nil)
+				batch := b.batch()
+				require.Equal(t, []string{"state 1"}, describe(batch), "one state, the newer")
+				assert.Equal(t, tt.to, batch[0].p.Source)
+
+				w := newEventWriter(FormatSpec, time.Minute)
+				w.state(batch[0].at, batch[0].p)
+				lr := w.take().ResourceLogs().At(0).ScopeLogs().At(0).LogRecords().At(0)
+				assert.Equal(t, tt.to.String(), descriptionOf(t, lr)[sourceKey])
+			})
+		}
+	}
+}

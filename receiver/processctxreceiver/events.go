@@ -37,10 +37,32 @@ const (
 	specEntityDescription = "entity.description"
 	specEntityInterval    = "entity.report.interval" // seconds
 	specDeleteReason      = "entity.delete.reason"
+	// specEntityRelationships is written by us on spec-shaped state events:
+	// experimentalmetricmetadata v0.165.1 has no API for it, and the
+	// legacy shape no field.
+	specEntityRelationships = "entity.relationships"
+	specRelationshipType    = "relationship.type"
+
+	// relationshipRunsOn relates the process to what it executes in. The
+	// semantic conventions define no relationship types yet (their
+	// docs/how-to-write-conventions/resource-and-entities.md: "Declaring
+	// Entity relationships is not yet supported"; no model/*/entities.yaml
+	// declares one), so this is the entity events specification's example
+	// for a process and where it executes (process -> runs_on -> host);
+	// its part_of (container -> part_of -> k8s.pod) relates a workload's
+	// parts, not a process to its sandbox.
+	relationshipRunsOn  = "runs_on"
+	entityTypeContainer = "container"
+	entityTypePod       = "k8s.pod"
 
 	// contextAttributesKey holds ProcessContext.attributes (threadlocal.*):
 	// facts about the process that are not resource attributes, kept apart.
 	contextAttributesKey = "process_context.attributes"
+	// sourceKey, in the description, says where the identity comes from
+	// (tracker.Source: "context" or "environment"): an environment's
+	// attributes are what an SDK would read at start, not what a running
+	// SDK published, and a consumer may weigh them apart.
+	sourceKey = "process_context.source"
 )
 
 // eventWriter accumulates entity events into plog.Logs, built with contrib's
@@ -93,7 +115,9 @@ func (w *eventWriter) event(now time.Time, id procfs.Identity) (experimentalmetr
 
 // state appends an entity state event: the published resource attributes,
 // then the host's view of the process (which wins for the keys it sets:
-// an SDK in a container reports its own namespace's pids).
+// an SDK in a container reports its own namespace's pids) and the source
+// of the identity; in the specification's shape, the entities the process
+// runs in.
 func (w *eventWriter) state(now time.Time, p *tracker.Process) {
 	e, lr := w.event(now, p.Identity)
 	st := e.SetEntityState()
@@ -102,10 +126,40 @@ func (w *eventWriter) state(now time.Time, p *tracker.Process) {
 	desc := st.Attributes()
 	p.Context.Resource.CopyTo(desc)
 	putHostView(desc, p.Identity)
+	desc.PutStr(sourceKey, p.Source.String()) // after the resource: no process claims another source
 	if p.Context.Attributes.Len() > 0 {
 		p.Context.Attributes.CopyTo(lr.Attributes().PutEmptyMap(contextAttributesKey))
 	}
 	w.shape(lr)
+	if lr.EventName() == specEventState { // once shaped: the legacy shape has no field for them
+		putRelationships(lr.Attributes(), p.Identity)
+	}
+}
+
+// putRelationships adds entity.relationships for the entities the host
+// says the process runs in, when it knows of any: its container and its
+// pod, from its cgroup. They go on the process, the shorter-lived entity,
+// as the specification's placement rule asks; a delete carries none, since
+// deleting the process implicitly deletes them.
+func putRelationships(attrs pcommon.Map, id procfs.Identity) {
+	if id.ContainerID == "" && id.PodUID == "" {
+		return // absent means none: no empty array
+	}
+	rels := attrs.PutEmptySlice(specEntityRelationships)
+	appendRunsOn(rels, entityTypeContainer, "container.id", id.ContainerID)
+	appendRunsOn(rels, entityTypePod, "k8s.pod.uid", id.PodUID)
+}
+
+// appendRunsOn appends process -> runs_on -> the target entity whose
+// identifying attribute idKey is idValue, unless idValue is unknown ("").
+func appendRunsOn(rels pcommon.Slice, entityType, idKey, idValue string) {
+	if idValue == "" {
+		return
+	}
+	rel := rels.AppendEmpty().SetEmptyMap()
+	rel.PutStr(specRelationshipType, relationshipRunsOn)
+	rel.PutStr(specEntityType, entityType)
+	rel.PutEmptyMap(specEntityID).PutStr(idKey, idValue)
 }
 
 // delete appends an entity delete event.

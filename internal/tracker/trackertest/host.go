@@ -15,6 +15,7 @@ import (
 	"github.com/processctx/otelcol-processctx/internal/otep"
 	"github.com/processctx/otelcol-processctx/internal/procfs"
 	"github.com/processctx/otelcol-processctx/internal/reader"
+	"github.com/processctx/otelcol-processctx/internal/sdkenv"
 	"github.com/processctx/otelcol-processctx/internal/tracker"
 )
 
@@ -24,6 +25,7 @@ const (
 	MethodMaps     = "maps"
 	MethodRead     = "read"
 	MethodIdentity = "identity"
+	MethodEnviron  = "environ"
 )
 
 // Host is a host of fake processes. It is safe for concurrent use.
@@ -46,6 +48,8 @@ type Proc struct {
 	// Ctx is the published context; nil: no context mapping.
 	Ctx  *otep.Context
 	Addr uint64
+	// Env is what its environment holds of the SDK variables.
+	Env sdkenv.Vars
 	// Errs makes a method fail for this process.
 	Errs map[string]error
 	// Block makes a method block until Host.Unblock.
@@ -251,6 +255,24 @@ func (h *Host) ReadContext(pid int, addr, last uint64, via reader.Via) (otep.Con
 		return otep.Context{}, false, nil
 	}
 	return *p.Ctx, true, nil
+}
+
+// SetEnv gives pid the SDK variables OTEL_SERVICE_NAME = service (when
+// not empty) and OTEL_RESOURCE_ATTRIBUTES = attrs (when not empty), raw.
+func (h *Host) SetEnv(pid int, service, attrs string) {
+	h.Set(pid, func(p *Proc) {
+		p.Env = sdkenv.Vars{ServiceName: service, HasServiceName: service != "",
+			ResourceAttributes: attrs, HasResourceAttributes: attrs != ""}
+	})
+}
+
+// Environment implements tracker.Host.
+func (h *Host) Environment(pid int) (sdkenv.Vars, error) {
+	p, err := h.enter(MethodEnviron, pid)
+	if err != nil {
+		return sdkenv.Vars{}, err
+	}
+	return p.Env, nil
 }
 
 // Identity implements tracker.Host.
