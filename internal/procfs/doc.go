@@ -4,7 +4,9 @@
 // their inode numbers, the start time that tells a reused pid from its
 // previous process, the identity of a process (executable, command line,
 // owner, NSpid, container id and Kubernetes pod uid from the cgroup path),
-// user names from the root's passwd file, and why a process cannot be read.
+// user names from the root's passwd file, the environment as a stream (for
+// the two SDK variables internal/sdkenv keeps), and why a process cannot be
+// read.
 //
 // Small parsers over procfs text, in the manner of prometheus/procfs (which
 // it uses for exe, cmdline and status); the hot path (StartTime) allocates

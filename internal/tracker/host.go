@@ -1,8 +1,7 @@
 package tracker
 
 import (
-	"errors"
-	"os"
+	"fmt"
 
 	"github.com/processctx/otelcol-processctx/internal/otep"
 	"github.com/processctx/otelcol-processctx/internal/procfs"
@@ -77,14 +76,14 @@ func (h *procHost) ReadContext(pid int, addr, last uint64, via reader.Via) (otep
 }
 
 func (h *procHost) Environment(pid int) (sdkenv.Vars, error) {
-	f, err := os.Open(h.fs.Path(pid, "environ"))
+	f, err := h.fs.OpenEnviron(pid)
 	if err != nil {
-		return sdkenv.Vars{}, procfs.WrapOS("open environ", pid, err)
+		return sdkenv.Vars{}, err
 	}
 	defer f.Close()
 	vars, err := sdkenv.Scan(f, h.maxValue)
-	if err != nil && !errors.Is(err, sdkenv.ErrTooLarge) {
-		err = procfs.WrapOS("read environ", pid, err)
+	if err != nil {
+		err = fmt.Errorf("environ of pid %d: %w", pid, err)
 	}
 	return vars, err
 }

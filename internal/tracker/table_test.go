@@ -2,6 +2,7 @@ package tracker
 
 import (
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 )
@@ -52,4 +53,11 @@ func TestOutcomeTableIsNeverChangedInPlace(t *testing.T) {
 	assert.Equal(t, OutcomeGone, second.get(11))
 	assert.Equal(t, OutcomeInvalid, second.get(1<<20))
 	assert.Same(t, first.chunks[1], second.chunks[1], "a chunk without changes is shared")
+}
+
+// What the tracker keeps of a process that publishes nothing is one proc:
+// reading environments (envDone) added nothing to it. A host runs
+// thousands of them.
+func TestProcStaysSmall(t *testing.T) {
+	assert.LessOrEqual(t, unsafe.Sizeof(proc{}), uintptr(88))
 }
