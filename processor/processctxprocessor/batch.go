@@ -30,6 +30,8 @@ type batch struct {
 	// unknown pids are read.
 	deferred []int
 	counts   itemCounts
+	// present is enrich's list of the keys a resource had already.
+	present []string
 
 	regroup regroupScratch
 }
@@ -88,14 +90,20 @@ func (b *batch) lookup(pid int) (*enrichment, tracker.Outcome) {
 // waiting reports whether an outcome is a read the batch still waits for.
 func (b *batch) waiting(o tracker.Outcome) bool { return o == tracker.OutcomeUnknown && !b.final }
 
-// count counts n items by the outcome of their pid's lookup: a pid still
-// unknown when the batch leaves was not read in time.
+// count counts n items not enriched by the outcome of their pid's lookup:
+// a pid still unknown when the batch leaves was not read in time.
 func (b *batch) count(o tracker.Outcome, n int) {
 	if o == tracker.OutcomeUnknown {
-		b.counts[timedOut] += int64(n)
+		b.counts.outcomes[timedOut] += int64(n)
 		return
 	}
-	b.counts[o] += int64(n)
+	b.counts.outcomes[o] += int64(n)
+}
+
+// countEnriched counts n items enriched with e, by the source of its
+// process's identity.
+func (b *batch) countEnriched(e *enrichment, n int) {
+	b.counts.enriched[sourceIndex(e.source)] += int64(n)
 }
 
 // resolve resolves a pid found on (or under) a resource whose container.id
@@ -144,7 +152,7 @@ func (b *batch) resolveMemo(facts *resourceFacts, pid int) *resolved {
 // again once it is. A pid without container.id is verified (unless
 // unqualified_pids is "host"): the resource's own service attributes
 // describe the pid's process, and must not name another service.
-func (b *batch) enrichResource(attrs pcommon.Map, facts *resourceFacts, items int) bool {
+func (b *batch) enrichResource(res pcommon.Resource, facts *resourceFacts, items int) bool {
 	// resolve, with a call less on the common path: this runs for every
 	// resource.
 	var e *enrichment
@@ -163,27 +171,47 @@ func (b *batch) enrichResource(attrs pcommon.Map, facts *resourceFacts, items in
 		return true
 	}
 	verify := facts.containerID == "" && !b.p.trustHostPids
-	if !b.p.enrich(attrs, e, verify) {
-		b.counts[identityMismatch] += int64(items)
-		return true
-	}
 	// The common case needs no stamp: the pid came as process.pid and is
 	// the host's, of a process not in a nested pid namespace.
-	if host != facts.pid || e.vpid != host || !b.p.pidIsHostPidKey {
-		stampPids(attrs, e, facts.pid, host)
+	stamp := host != facts.pid || e.vpid != host || !b.p.pidIsHostPidKey
+	if !b.enrichWith(res, e, verify, stamp, facts.pid, host) {
+		b.counts.outcomes[identityMismatch] += int64(items)
+		return true
 	}
-	b.count(o, items)
+	b.countEnriched(e, items)
+	return true
+}
+
+// enrichWith enriches res with e, stamps its pids when stampPid is set (the
+// pid the telemetry named, telemetryPid, and the host's) and references
+// the entities of what was added (entity_refs). It returns false, having
+// changed nothing, when verify finds the resource's service identity
+// contradicting e's.
+func (b *batch) enrichWith(res pcommon.Resource, e *enrichment, verify, stampPid bool, telemetryPid, host int) bool {
+	attrs := res.Attributes()
+	var present *[]string
+	if len(e.refs) > 0 {
+		b.present = b.present[:0]
+		present = &b.present
+	}
+	if !b.p.enrich(attrs, e, verify, present) {
+		return false
+	}
+	vpidStamped := stampPid && stampPids(attrs, e, telemetryPid, host)
+	if len(e.refs) > 0 {
+		addEntityRefs(res, e, b.present, vpidStamped)
+	}
 	return true
 }
 
 // enrichResources enriches each of n resources that names its pid, as
-// metrics and traces have them; resource returns the attributes and item
-// count of resource i.
-func (b *batch) enrichResources(ctx context.Context, n int, resource func(i int) (pcommon.Map, int)) {
+// metrics and traces have them; resource returns resource i and its item
+// count.
+func (b *batch) enrichResources(ctx context.Context, n int, resource func(i int) (pcommon.Resource, int)) {
 	enrich := func(i int) bool {
-		attrs, items := resource(i)
-		facts := b.p.pids.factsOf(attrs)
-		return facts.pid == 0 || b.enrichResource(attrs, &facts, items)
+		res, items := resource(i)
+		facts := b.p.pids.factsOf(res.Attributes())
+		return facts.pid == 0 || b.enrichResource(res, &facts, items)
 	}
 	for i := range n {
 		if !enrich(i) {
@@ -238,6 +266,6 @@ func (b *batch) finish() {
 	b.tv, b.snap, b.final, b.wantScan = nil, nil, false, false
 	b.counts = itemCounts{}
 	b.memo.reset()
-	b.unknown, b.deferred = b.unknown[:0], b.deferred[:0]
+	b.unknown, b.deferred, b.present = b.unknown[:0], b.deferred[:0], b.present[:0]
 	b.p.batches.Put(b)
 }

@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/pprofile"
+	"go.opentelemetry.io/collector/pdata/xpdata/entity"
 	"go.opentelemetry.io/collector/processor/processortest"
 
 	"github.com/processctx/otelcol-processctx/internal/pubtest"
@@ -36,11 +37,20 @@ func benchPublishers(b *testing.B) []*publishing {
 // benchLogs builds 10,000 records under 100 resources, each resource
 // carrying the pid of one of the publishers.
 func benchLogs(pubs []*publishing) plog.Logs {
+	pids := make([]int, len(pubs))
+	for i, p := range pubs {
+		pids[i] = p.Pid
+	}
+	return benchLogsOf(pids)
+}
+
+// benchLogsOf is benchLogs for pids.
+func benchLogsOf(pids []int) plog.Logs {
 	ld := plog.NewLogs()
 	for r := range 100 {
 		rl := ld.ResourceLogs().AppendEmpty()
 		attrs := rl.Resource().Attributes()
-		attrs.PutInt("process.pid", int64(pubs[r%len(pubs)].Pid))
+		attrs.PutInt("process.pid", int64(pids[r%len(pids)]))
 		attrs.PutStr("host.name", "node-1")
 		sl := rl.ScopeLogs().AppendEmpty()
 		for i := range 100 {
@@ -52,8 +62,9 @@ func benchLogs(pubs []*publishing) plog.Logs {
 	return ld
 }
 
-// stripKeys removes the added keys again, which restores enriched copies
-// exactly (added keys are appended last).
+// stripKeys removes the added keys and entity references again, which
+// restores enriched copies exactly (added keys are appended last; the
+// inputs have no references).
 func stripKeys(lds []plog.Logs, added []string) {
 	for _, ld := range lds {
 		for _, rl := range ld.ResourceLogs().All() {
@@ -61,6 +72,7 @@ func stripKeys(lds []plog.Logs, added []string) {
 			for _, k := range added {
 				attrs.Remove(k)
 			}
+			entity.ResourceEntityRefs(rl.Resource()).RemoveIf(func(entity.EntityRef) bool { return true })
 		}
 	}
 }
@@ -80,7 +92,8 @@ func logsRounds(b *testing.B, src plog.Logs, added []string, enrich func(plog.Lo
 	// Check once that a round trip restores the data.
 	enrich(batch[0])
 	strip(batch[:1])
-	if !batch[0].ResourceLogs().At(0).Resource().Attributes().Equal(src.ResourceLogs().At(0).Resource().Attributes()) {
+	if first := batch[0].ResourceLogs().At(0).Resource(); !first.Attributes().Equal(src.ResourceLogs().At(0).Resource().Attributes()) ||
+		entity.ResourceEntityRefs(first).Len() != 0 {
 		b.Fatal("stripping does not restore the input")
 	}
 
@@ -117,12 +130,28 @@ func warmUp(b *testing.B, h *harness, src plog.Logs) plog.Logs {
 	return warm
 }
 
+// entityRefsVariants runs bench with entity_refs on and off, on the same
+// publishers.
+func entityRefsVariants(b *testing.B, bench func(b *testing.B, pubs []*publishing, cfg *Config)) {
+	pubs := benchPublishers(b)
+	for _, on := range []bool{true, false} {
+		b.Run("entity_refs="+strconv.FormatBool(on), func(b *testing.B) {
+			cfg := testConfig()
+			cfg.EntityRefs = on
+			bench(b, pubs, cfg)
+		})
+	}
+}
+
 // BenchmarkLogsResourcePid: the hot path of the common case, 10,000
 // records under 100 resources with the pids of 100 real publishers the
 // tracker knows.
 func BenchmarkLogsResourcePid(b *testing.B) {
-	pubs := benchPublishers(b)
-	h := newHarness(b, testConfig())
+	entityRefsVariants(b, benchLogsResourcePid)
+}
+
+func benchLogsResourcePid(b *testing.B, pubs []*publishing, cfg *Config) {
+	h := newHarness(b, cfg)
 	ctx := context.Background()
 	src := benchLogs(pubs)
 	warmUp(b, h, src)
@@ -144,8 +173,9 @@ func BenchmarkLogsResourcePid(b *testing.B) {
 }
 
 // BenchmarkLogsResourcePidBaseline is the floor: a plain upsert of the same
-// keys and values on the same resources, as contrib's resourceprocessor does
-// with static attributes.
+// keys and values (process.creation.time included) on the same resources,
+// as contrib's resourceprocessor does with static attributes; no entity
+// references.
 func BenchmarkLogsResourcePidBaseline(b *testing.B) {
 	pubs := benchPublishers(b)
 	logsRounds(b, benchLogs(pubs), publishedKeys(pubs), plainUpsert(b, pubs))
@@ -177,13 +207,24 @@ func plainUpsert(b *testing.B, pubs []*publishing) func(plog.Logs) {
 // BenchmarkLogsResourcePidVsBaseline runs the processor and the plain upsert
 // alternately on the same data, so that both see the same machine (this VM
 // is shared: back-to-back benchmarks differ by more than the ratio sought),
-// and reports the ratio of their times.
+// and reports the ratio of their times, with entity_refs on (the default:
+// each resource also gets its process, service and service.instance
+// references) and off (attributes only, as the upsert).
 func BenchmarkLogsResourcePidVsBaseline(b *testing.B) {
-	pubs := benchPublishers(b)
-	h := newHarness(b, testConfig())
+	entityRefsVariants(b, benchLogsResourcePidVsBaseline)
+}
+
+func benchLogsResourcePidVsBaseline(b *testing.B, pubs []*publishing, cfg *Config) {
+	h := newHarness(b, cfg)
 	ctx := context.Background()
 	src := benchLogs(pubs)
-	warmUp(b, h, src)
+	wantRefs := 0
+	if cfg.EntityRefs {
+		wantRefs = 3 // process, service, service.instance
+	}
+	if got := entity.ResourceEntityRefs(warmUp(b, h, src).ResourceLogs().At(0).Resource()).Len(); got != wantRefs {
+		b.Fatalf("got %d entity references, want %d", got, wantRefs)
+	}
 	upsert := plainUpsert(b, pubs)
 	keys := publishedKeys(pubs)
 	copies := [2]plog.Logs{plog.NewLogs(), plog.NewLogs()}
@@ -377,4 +418,66 @@ func BenchmarkLogsUnknownPidsWhileStalled(b *testing.B) {
 	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/batch")
 	b.ReportMetric(float64(worst.Milliseconds()), "worst-ms/batch")
 	b.ReportMetric(float64(cfg.LookupTimeout.Milliseconds()), "bound-ms")
+}
+
+// BenchmarkEntityRefsFloor is the least entity references can cost
+// through pdata's public API, with no processor around them: the plain
+// upsert of BenchmarkLogsResourcePidVsBaseline's keys on 100 resources,
+// alone and followed by appending the three references the processor adds
+// there (process, service, service.instance) from prebuilt key lists,
+// alternately on the same machine. The ratio bounds what
+// BenchmarkLogsResourcePidVsBaseline/entity_refs=true can reach.
+func BenchmarkEntityRefsFloor(b *testing.B) {
+	published := pcommon.NewMap()
+	published.PutStr("service.name", "svc")
+	published.PutStr("service.instance.id", "svc-go-1")
+	published.PutStr("deployment.environment.name", "test")
+	published.PutInt("service.shard", 7)
+	published.PutStr("process.creation.time", "2026-12-01T12:00:00.5Z")
+	refs := []entityRef{
+		{typ: processEntityType, idKeys: []string{hostPidKey, creationTimeKey}, descriptionKeys: []string{"deployment.environment.name", "service.shard"}},
+		{typ: serviceEntityType, idKeys: []string{serviceNameKey}},
+		{typ: serviceInstanceEntityType, idKeys: []string{serviceInstanceIDKey}},
+	}
+	pids := make([]int, benchPids)
+	for i := range pids {
+		pids[i] = 1000 + i
+	}
+	upsert := func(ld plog.Logs, withRefs bool) {
+		for _, rl := range ld.ResourceLogs().All() {
+			attrs := rl.Resource().Attributes()
+			for k, v := range published.All() {
+				v.CopyTo(attrs.PutEmpty(k))
+			}
+			if withRefs {
+				appendRefs(entity.ResourceEntityRefs(rl.Resource()), refs)
+			}
+		}
+	}
+	var keys []string
+	for k := range published.All() {
+		keys = append(keys, k)
+	}
+	copies := [2]plog.Logs{plog.NewLogs(), plog.NewLogs()}
+	for _, c := range copies {
+		benchLogsOf(pids).CopyTo(c)
+	}
+	var plain, withRefs time.Duration
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		run := func(f func()) time.Duration { t := time.Now(); f(); return time.Since(t) }
+		if i%2 == 0 {
+			plain += run(func() { upsert(copies[0], false) })
+			withRefs += run(func() { upsert(copies[1], true) })
+		} else {
+			withRefs += run(func() { upsert(copies[1], true) })
+			plain += run(func() { upsert(copies[0], false) })
+		}
+		b.StopTimer()
+		stripKeys(copies[:], keys)
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(withRefs.Nanoseconds())/float64(b.N), "refs-ns/batch")
+	b.ReportMetric(float64(plain.Nanoseconds())/float64(b.N), "baseline-ns/batch")
+	b.ReportMetric(float64(withRefs)/float64(plain), "x-baseline")
 }

@@ -46,6 +46,12 @@ type Config struct {
 	// published (an SDK in a container reports its container's pids);
 	// "host" takes it for a host pid, for pipelines fed only by host agents.
 	UnqualifiedPids string `mapstructure:"unqualified_pids"`
+	// EntityRefs makes every resource the processor enriches reference the
+	// entities its added keys describe (the process, and the service,
+	// service instance and service namespace), so that backends that
+	// follow entities need not guess them from attribute names. On by
+	// default; off, only attributes are added.
+	EntityRefs bool `mapstructure:"entity_refs"`
 }
 
 // Values of unqualified_pids.
@@ -59,6 +65,7 @@ func createDefaultConfig() *Config {
 		PIDAttributes:   []string{hostPidKey},
 		UnqualifiedPids: UnqualifiedVerify,
 		LookupTimeout:   defaultLookupTimeout,
+		EntityRefs:      true,
 	}
 }
 

@@ -37,6 +37,7 @@ func TestLoadConfig(t *testing.T) {
 				UnqualifiedPids: UnqualifiedHost,
 				LookupTimeout:   20 * time.Millisecond,
 				Tracker:         &extID,
+				EntityRefs:      false,
 			},
 		},
 		{name: "invalid_unqualified_pids", wantErr: `unqualified_pids must be "verify" or "host", got "trust"`},
@@ -49,6 +50,7 @@ func TestLoadConfig(t *testing.T) {
 		{name: "invalid_lookup_timeout", wantErr: "lookup_timeout must be positive and at most 5s, got 1m0s"},
 		{name: "zero_lookup_timeout", wantErr: "lookup_timeout must be positive and at most 5s, got 0s"},
 		{name: "invalid_tracker", unmarshalErr: "tracker"},
+		{name: "invalid_entity_refs", unmarshalErr: "entity_refs"},
 		{name: "unknown_field", unmarshalErr: "pid_attribute"},
 		{name: "tracker_key", unmarshalErr: "grace_period"},
 	}

@@ -17,8 +17,30 @@ const (
 	numCounts
 )
 
+// numSources is the number of tracker.Source values: the enriched items
+// are counted by the source of their process's identity.
+const numSources = int(tracker.SourceEnvironment) + 1
+
 // itemCounts counts items by what became of them.
-type itemCounts [numCounts]int64
+type itemCounts struct {
+	// outcomes counts the items not enriched, by count index (the
+	// OutcomeOK slot stays 0: enriched items are counted by source).
+	outcomes [numCounts]int64
+	// enriched counts the enriched items by the tracker.Source of their
+	// process's identity.
+	enriched [numSources]int64
+}
+
+// sourceIndex is the index of s among the enriched counts. A source the
+// processor does not know yet (a tracker.Source added without a value of
+// metadata.yaml's source attribute) is counted as context rather than
+// failing the batch; TestSourceNames keeps the two in step.
+func sourceIndex(s tracker.Source) int {
+	if int(s) >= numSources {
+		return int(tracker.SourceContext)
+	}
+	return int(s)
+}
 
 // countName is the name of count i: the errors metric's kind.
 func countName(i int) string {

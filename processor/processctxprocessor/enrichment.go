@@ -8,8 +8,14 @@ import (
 	"github.com/processctx/otelcol-processctx/internal/tracker"
 )
 
-// podUIDKey is k8s.pod.uid, taken from the process's cgroup.
-const podUIDKey = "k8s.pod.uid"
+// Keys the processor adds from what the host knows of a process.
+const (
+	// podUIDKey is k8s.pod.uid, taken from the process's cgroup.
+	podUIDKey = "k8s.pod.uid"
+	// creationTimeKey is process.creation.time, which with process.pid
+	// identifies the process entity (pids are reused).
+	creationTimeKey = "process.creation.time"
+)
 
 // enrichment is what the processor stamps for one publication: computed
 // once per publication by the tracker (a View), read by every batch.
@@ -25,6 +31,17 @@ type enrichment struct {
 	vpid int
 	// firstKey is the first key of attrs ("" when none).
 	firstKey string
+	// source is where the process's identity comes from, for the counts.
+	source tracker.Source
+	// refs are the entity references of a resource that had none, to
+	// which every key of attrs was added (the usual case), so that such a
+	// resource costs appending them; refsVpid are the same for a resource
+	// that was stamped process.vpid too. Both are empty with entity_refs
+	// off, or when nothing added identifies an entity. Read-only.
+	refs, refsVpid []entityRef
+	// identifiesProcess: attrs holds process.creation.time, so that a
+	// resource enriched has both keys identifying its process.
+	identifiesProcess bool
 }
 
 // identityKey is one key of a service identity and its published value.
@@ -39,8 +56,8 @@ var identityKeys = [...]string{serviceInstanceIDKey, serviceNameKey, serviceName
 // tracker.AddView).
 func (p *instance) enrichmentOf(proc *tracker.Process) any {
 	res := proc.Context.Resource
-	e := &enrichment{attrs: pcommon.NewMap(), vpid: proc.Identity.VPID()}
-	e.attrs.EnsureCapacity(res.Len())
+	e := &enrichment{attrs: pcommon.NewMap(), vpid: proc.Identity.VPID(), source: proc.Source}
+	e.attrs.EnsureCapacity(res.Len() + 2) // and k8s.pod.uid, process.creation.time
 	for _, k := range identityKeys {
 		v, ok := res.Get(k)
 		if !ok || v.Type() != pcommon.ValueTypeStr || v.Str() == "" {
@@ -63,9 +80,19 @@ func (p *instance) enrichmentOf(proc *tracker.Process) any {
 	if uid := proc.Identity.PodUID; uid != "" && p.filter.keep(podUIDKey) {
 		e.attrs.PutStr(podUIDKey, uid)
 	}
+	// The form the receiver's entity events use, so that both name the
+	// same process entity. Unknown (the boot time could not be read): a
+	// published value, if any, stays.
+	if created := proc.Identity.CreationTimeString(); created != "" && p.filter.keep(creationTimeKey) {
+		e.attrs.PutStr(creationTimeKey, created)
+	}
+	_, e.identifiesProcess = e.attrs.Get(creationTimeKey)
 	for k := range e.attrs.All() {
 		e.firstKey = k
 		break
+	}
+	if p.entityRefs {
+		e.planRefs()
 	}
 	return e
 }
@@ -77,8 +104,11 @@ func (p *instance) enrichmentOf(proc *tracker.Process) any {
 // returns false. The identity keys come first, so a contradiction is seen
 // before anything else is added. The map is grown once up front when the
 // first key is missing (the usual case: nothing added yet), so that
-// enriching costs no allocation beyond the copied values.
-func (p *instance) enrich(dst pcommon.Map, e *enrichment, verify bool) bool {
+// enriching costs no allocation beyond the copied values. With present
+// not nil, the keys that were on dst already and kept their value are
+// appended to it: they were not added, and entity references must not
+// claim them.
+func (p *instance) enrich(dst pcommon.Map, e *enrichment, verify bool, present *[]string) bool {
 	if verify && len(e.hidden) > 0 && e.hiddenContradicted(dst) {
 		return false
 	}
@@ -101,8 +131,11 @@ func (p *instance) enrich(dst pcommon.Map, e *enrichment, verify bool) bool {
 			}
 		}
 		i++
-		if !exists || p.override {
+		switch {
+		case !exists || p.override:
 			v.CopyTo(cur)
+		case present != nil:
+			*present = append(*present, k)
 		}
 	}
 	return true

@@ -95,11 +95,19 @@ func fakeTrackerConfig() tracker.Config {
 }
 
 // newFakeHarness runs the processor over a tracker of host with
-// configuration tc, on a fake clock, after a first scan.
+// configuration tc, on a fake clock, after a first scan. The fake host's
+// processes have no creation time (as when the boot time cannot be read).
 func newFakeHarness(t testing.TB, cfg *Config, tc tracker.Config, host *trackertest.Host) *harness {
 	t.Helper()
+	return newFakeHarnessVia(t, cfg, tc, host, host)
+}
+
+// newFakeHarnessVia is newFakeHarness with the tracker reading host
+// through via (a wrapper of host).
+func newFakeHarnessVia(t testing.TB, cfg *Config, tc tracker.Config, host *trackertest.Host, via tracker.Host) *harness {
+	t.Helper()
 	clock := trackertest.NewClock()
-	tr, err := tracker.New(host, tc, zap.NewNop(), tracker.WithClock(clock.Now))
+	tr, err := tracker.New(via, tc, zap.NewNop(), tracker.WithClock(clock.Now))
 	require.NoError(t, err)
 	h := newHarnessOn(t, cfg, tr)
 	t.Cleanup(host.Unblock) // before the tracker stops: stuck readers exit
@@ -172,6 +180,32 @@ func newLifecycleHost(t *testing.T) component.Host {
 	tr.Start()
 	t.Cleanup(func() { assert.NoError(t, tr.Stop(context.Background())) })
 	return sharedtrackertest.Host(tr)
+}
+
+// bootedHost is a fake host whose processes have a creation time, derived
+// from their start time as procfs derives it from the boot time; the fake
+// host's identities have none.
+type bootedHost struct{ *trackertest.Host }
+
+func (h bootedHost) Identity(pid int) (procfs.Identity, error) {
+	id, err := h.Host.Identity(pid)
+	if err == nil {
+		id.CreationTime = fakeCreationTime(id.StartTicks)
+	}
+	return id, err
+}
+
+// fakeCreationTime is the creation time bootedHost gives a process started
+// startTicks clock ticks after its fake boot.
+func fakeCreationTime(startTicks uint64) time.Time {
+	boot := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
+	return boot.Add(time.Duration(startTicks) * time.Second / procfs.ClockTicks)
+}
+
+// newBootedHarness is newFakeHarness over host with creation times.
+func newBootedHarness(t testing.TB, cfg *Config, host *trackertest.Host) *harness {
+	t.Helper()
+	return newFakeHarnessVia(t, cfg, fakeTrackerConfig(), host, bootedHost{host})
 }
 
 // rescan waits for a scan of the (fake) host that starts now.
@@ -249,6 +283,21 @@ func (h *harness) consumeProfiles(pd pprofile.Profiles) pprofile.Profiles {
 type publishing struct {
 	*pubtest.Proc
 	resource map[string]any
+	// created is the process's process.creation.time, which the processor
+	// adds beside what it published.
+	created string
+}
+
+// creationTimeOf returns process.creation.time of a process of this host,
+// as the tracker reads it.
+func creationTimeOf(t testing.TB, pid int) string {
+	t.Helper()
+	fs, err := procfs.NewFS("/")
+	require.NoError(t, err)
+	id, err := procfs.NewIdentityReader(fs).Identity(pid)
+	require.NoError(t, err)
+	require.NotEmpty(t, id.CreationTimeString(), "creation time of pid %d", pid)
+	return id.CreationTimeString()
 }
 
 // threadlocal is the non-resource part every test publisher publishes: it
@@ -274,7 +323,7 @@ func startPublisher(t testing.TB, kind pubtest.Kind, service string) *publishing
 		// not replace the pid the telemetry carries.
 		"process.pid": int64(1),
 	}
-	pub := &publishing{Proc: p, resource: res}
+	pub := &publishing{Proc: p, resource: res, created: creationTimeOf(t, p.Pid)}
 	pub.publish(t, res)
 	return pub
 }
@@ -300,13 +349,17 @@ func (p *publishing) update(t testing.TB, res map[string]any) {
 }
 
 // published returns the attributes the processor adds for p with the
-// default configuration: everything but the pid.
+// default configuration: everything published but the pid, and the
+// process's creation time.
 func (p *publishing) published() map[string]any {
 	out := map[string]any{}
 	for k, v := range p.resource {
 		if k != "process.pid" {
 			out[k] = v
 		}
+	}
+	if p.created != "" {
+		out["process.creation.time"] = p.created
 	}
 	return out
 }

@@ -20,12 +20,13 @@ const (
 
 // stampPids makes an enriched resource carry the host pid as process.pid,
 // and the pid inside its namespace as process.vpid where they differ.
-// telemetryPid is the pid the telemetry named.
-func stampPids(attrs pcommon.Map, e *enrichment, telemetryPid, hostPid int) {
+// telemetryPid is the pid the telemetry named. It reports whether it
+// stamped process.vpid: a key added, which describes the process.
+func stampPids(attrs pcommon.Map, e *enrichment, telemetryPid, hostPid int) bool {
 	if hostPid != telemetryPid {
 		attrs.PutInt(hostPidKey, int64(hostPid))
 		attrs.PutInt(vpidKey, int64(telemetryPid))
-		return
+		return true
 	}
 	if _, ok := attrs.Get(hostPidKey); !ok {
 		attrs.PutInt(hostPidKey, int64(hostPid))
@@ -33,6 +34,8 @@ func stampPids(attrs pcommon.Map, e *enrichment, telemetryPid, hostPid int) {
 	if e.vpid != 0 && e.vpid != hostPid {
 		if _, ok := attrs.Get(vpidKey); !ok {
 			attrs.PutInt(vpidKey, int64(e.vpid))
+			return true
 		}
 	}
+	return false
 }

@@ -23,6 +23,9 @@ type instance struct {
 	pids     pidRanking
 	filter   keyFilter
 	override bool
+	// entityRefs: enriched resources reference the entities of what was
+	// added (entity_refs).
+	entityRefs bool
 	// trustHostPids: unqualified_pids is "host".
 	trustHostPids bool
 	// pidIsHostPidKey: the first pid key is process.pid, so a resource pid
@@ -61,6 +64,7 @@ func newInstance(set processor.Settings, cfg *Config, signal string) (*instance,
 		pids:            slices.Clone(pidRanking(cfg.PIDAttributes)),
 		filter:          newKeyFilter(cfg),
 		override:        cfg.Override,
+		entityRefs:      cfg.EntityRefs,
 		trustHostPids:   cfg.UnqualifiedPids == UnqualifiedHost,
 		pidIsHostPidKey: cfg.PIDAttributes[0] == hostPidKey,
 		lookupTimeout:   cfg.LookupTimeout,

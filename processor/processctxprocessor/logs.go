@@ -47,16 +47,15 @@ type logsRun struct {
 // read.
 func (r *logsRun) resource(i int) bool {
 	rl := r.rls.At(i)
-	attrs := rl.Resource().Attributes()
-	facts := r.b.p.pids.factsOf(attrs)
+	facts := r.b.p.pids.factsOf(rl.Resource().Attributes())
 	if facts.pid != 0 {
-		return r.b.enrichResource(attrs, &facts, logRecordCount(rl))
+		return r.b.enrichResource(rl.Resource(), &facts, logRecordCount(rl))
 	}
 	if r.tree == nil {
 		r.tree = &logsTree{pids: r.b.p.pids, rls: r.rls}
 	}
 	r.tree.reset(rl)
-	waiting, emptied := r.b.regroupResource(attrs, &facts, r.tree)
+	waiting, emptied := r.b.regroupResource(rl.Resource(), &facts, r.tree)
 	if emptied {
 		r.emptied.set(i)
 	}
@@ -100,13 +99,13 @@ func (t *logsTree) items(leaf int) int { return t.records[leaf].Len() }
 
 func (t *logsTree) pid(leaf, i int) int { return t.pids.pidOf(t.records[leaf].At(i).Attributes()) }
 
-func (t *logsTree) newResource(int) pcommon.Map {
+func (t *logsTree) newResource(int) pcommon.Resource {
 	nrl := t.rls.AppendEmpty()
 	t.rl.Resource().CopyTo(nrl.Resource())
 	nrl.SetSchemaUrl(t.rl.SchemaUrl())
 	t.dst = append(t.dst, nrl)
 	t.open = append(t.open, plog.LogRecordSlice{})
-	return nrl.Resource().Attributes()
+	return nrl.Resource()
 }
 
 func (t *logsTree) moveLeaf(leaf int, groups []int32, counts []int) {

@@ -98,7 +98,7 @@ func TestStalledReadDoesNotHoldTheBatch(t *testing.T) {
 	assert.Empty(t, names[0], "the stuck one passes through")
 	assert.Less(t, took, 5*time.Second, "held %s", took) // far more than lookup_timeout, less than any read deadline
 	assert.Equal(t, int64(1), counter(t, h, "otelcol_processor_process_context_errors")["logs/timeout"])
-	assert.Equal(t, int64(1), counter(t, h, "otelcol_processor_process_context_enriched")["logs"])
+	assert.Equal(t, int64(1), counter(t, h, "otelcol_processor_process_context_enriched")["logs/context"])
 }
 
 func TestLatePublisherFoundAfterRecheckInterval(t *testing.T) {

@@ -16,9 +16,9 @@ func (p *instance) processMetrics(ctx context.Context, md pmetric.Metrics) (pmet
 	}
 	defer b.finish()
 	rms := md.ResourceMetrics()
-	b.enrichResources(ctx, rms.Len(), func(i int) (pcommon.Map, int) {
+	b.enrichResources(ctx, rms.Len(), func(i int) (pcommon.Resource, int) {
 		rm := rms.At(i)
-		return rm.Resource().Attributes(), dataPointCount(rm)
+		return rm.Resource(), dataPointCount(rm)
 	})
 	return md, nil
 }

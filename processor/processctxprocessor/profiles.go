@@ -95,10 +95,9 @@ type profilesRun struct {
 // read.
 func (r *profilesRun) resource(i int) bool {
 	rp := r.rps.At(i)
-	attrs := rp.Resource().Attributes()
-	facts := r.b.p.pids.factsOf(attrs)
+	facts := r.b.p.pids.factsOf(rp.Resource().Attributes())
 	if facts.pid != 0 {
-		return r.b.enrichResource(attrs, &facts, sampleCount(rp))
+		return r.b.enrichResource(rp.Resource(), &facts, sampleCount(rp))
 	}
 	if r.tree == nil {
 		r.tree = &profilesTree{rps: r.rps, table: r.b.p.pids.samplePIDTable(r.dict)}
@@ -107,7 +106,7 @@ func (r *profilesRun) resource(i int) bool {
 		return true // no sample names a pid
 	}
 	r.tree.reset(rp)
-	waiting, emptied := r.b.regroupResource(attrs, &facts, r.tree)
+	waiting, emptied := r.b.regroupResource(rp.Resource(), &facts, r.tree)
 	if emptied {
 		r.emptied.set(i)
 	}
@@ -177,13 +176,13 @@ func (t *profilesTree) items(leaf int) int { return t.samples[leaf].Len() }
 
 func (t *profilesTree) pid(leaf, i int) int { return pidOfSample(t.samples[leaf].At(i), t.table) }
 
-func (t *profilesTree) newResource(pid int) pcommon.Map {
+func (t *profilesTree) newResource(pid int) pcommon.Resource {
 	nrp := t.rps.AppendEmpty()
 	t.rp.Resource().CopyTo(nrp.Resource())
 	nrp.SetSchemaUrl(t.rp.SchemaUrl())
 	t.groups = append(t.groups, profileGroup{resource: nrp, hostPid: pid, scopeIndex: -1})
 	t.open = append(t.open, pprofile.SampleSlice{})
-	return nrp.Resource().Attributes()
+	return nrp.Resource()
 }
 
 func (t *profilesTree) moveLeaf(leaf int, groups []int32, counts []int) {

@@ -23,7 +23,7 @@ func startContainedPublisher(t *testing.T, service string) (*publishing, string)
 	require.NoError(t, err)
 	id := hex.EncodeToString(raw)
 	p := pubtest.StartContained(t, pubtest.Go, "/sys/fs/cgroup/unified/system.slice/docker-"+id+".scope")
-	pub := &publishing{Proc: p}
+	pub := &publishing{Proc: p, created: creationTimeOf(t, p.HostPid())}
 	pub.publish(t, map[string]any{"service.name": service, "service.instance.id": service + "-1", "process.pid": int64(1)})
 	return pub, id
 }
@@ -48,6 +48,7 @@ func TestContainerQualifiedPids(t *testing.T) {
 	enriched := map[string]any{
 		"service.name": "in-container", "service.instance.id": "in-container-1",
 		"container.id": id, "process.pid": int64(host), "process.vpid": int64(1),
+		"process.creation.time": pub.created,
 	}
 	for _, tt := range []struct {
 		name string
@@ -59,7 +60,7 @@ func TestContainerQualifiedPids(t *testing.T) {
 		{"another container's pid 1", map[string]any{"process.pid": int64(1), "container.id": other},
 			map[string]any{"process.pid": int64(1), "container.id": other}},
 		{"host pid of the container's process, no container.id", map[string]any{"process.pid": int64(host)},
-			map[string]any{"service.name": "in-container", "service.instance.id": "in-container-1", "process.pid": int64(host), "process.vpid": int64(1)}},
+			map[string]any{"service.name": "in-container", "service.instance.id": "in-container-1", "process.pid": int64(host), "process.vpid": int64(1), "process.creation.time": pub.created}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			out := h.consumeLogs(logsWithResource(tt.in))

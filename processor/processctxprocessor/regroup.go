@@ -17,9 +17,9 @@ type itemTree interface {
 	// pid returns the pid of item i of a leaf, 0 when it names none.
 	pid(leaf, i int) int
 	// newResource appends the next group's resource (a copy of the
-	// original's) to the signal's resources and returns its attributes; pid
-	// is the group's host pid.
-	newResource(pid int) pcommon.Map
+	// original's) to the signal's resources and returns it; pid is the
+	// group's host pid.
+	newResource(pid int) pcommon.Resource
 	// moveLeaf moves item i of a leaf to group groups[i] (-1: it stays),
 	// into copies of its containers under the group's resource, made with
 	// room for counts[g] items.
@@ -44,7 +44,7 @@ type regroupScratch struct {
 // returns waiting when a pid is being read (nothing was changed or
 // counted), and emptied when the resource lost every item (the caller
 // removes it).
-func (b *batch) regroupResource(attrs pcommon.Map, facts *resourceFacts, t itemTree) (waiting, emptied bool) {
+func (b *batch) regroupResource(res pcommon.Resource, facts *resourceFacts, t itemTree) (waiting, emptied bool) {
 	s := &b.regroup
 	b.groupItems(facts, t)
 	moved := 0
@@ -56,15 +56,19 @@ func (b *batch) regroupResource(attrs pcommon.Map, facts *resourceFacts, t itemT
 			moved += r.items
 		}
 	}
-	for _, r := range b.memo.resolved {
-		b.count(r.outcome, r.items)
+	for i := range b.memo.resolved {
+		if r := &b.memo.resolved[i]; r.e != nil {
+			b.countEnriched(r.e, r.items)
+		} else {
+			b.count(r.outcome, r.items)
+		}
 	}
 	switch {
 	case moved == 0:
 		return false, false
 	case len(s.procs) == 1 && moved == len(s.groups):
 		// Every item is of one process: enrich in place.
-		b.enrichGroup(attrs, &s.procs[0])
+		b.enrichGroup(res, &s.procs[0])
 		return false, false
 	}
 	b.split(t)
@@ -106,10 +110,10 @@ func (b *batch) groupOf(r *resolved) int32 {
 	return r.group
 }
 
-// enrichGroup enriches the resource of one process's group.
-func (b *batch) enrichGroup(attrs pcommon.Map, r *resolved) {
-	b.p.enrich(attrs, r.e, false)
-	stampPids(attrs, r.e, r.host, r.host)
+// enrichGroup enriches the resource of one process's group: its items'
+// pids are a host agent's, not verified, and the resource had no pid.
+func (b *batch) enrichGroup(res pcommon.Resource, r *resolved) {
+	b.enrichWith(res, r.e, false, true, r.host, r.host)
 }
 
 // split moves each group's items into its own resource.

@@ -86,7 +86,7 @@ func TestRegroupRecordsAndSamples(t *testing.T) {
 			"cart@node-2": {"": {"all/10"}},
 			"pay@node-2":  {"": {"all/11"}},
 		}, got)
-		assert.Equal(t, int64(11), counter(t, h, "otelcol_processor_process_context_enriched")["logs"])
+		assert.Equal(t, int64(11), counter(t, h, "otelcol_processor_process_context_enriched")["logs/context"])
 		assert.Equal(t, int64(4), counter(t, h, "otelcol_processor_process_context_no_context")["logs"])
 	})
 
@@ -125,7 +125,7 @@ func TestRegroupRecordsAndSamples(t *testing.T) {
 			}
 		}
 		assert.Equal(t, []string{"\xde\xad\x02"}, carried)
-		assert.Equal(t, int64(6), counter(t, h, "otelcol_processor_process_context_enriched")["profiles"])
+		assert.Equal(t, int64(6), counter(t, h, "otelcol_processor_process_context_enriched")["profiles/context"])
 		assert.Equal(t, int64(2), counter(t, h, "otelcol_processor_process_context_no_context")["profiles"])
 		assertMarshals(t, out)
 	})

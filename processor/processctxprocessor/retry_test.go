@@ -462,7 +462,9 @@ func TestRetriedBatchEnrichedOnce(t *testing.T) {
 		t.Run(cfgCase.name, func(t *testing.T) {
 			cfg := testConfig()
 			cfgCase.edit(cfg)
-			h := newFakeHarness(t, cfg, fakeTrackerConfig(), retryHost())
+			// With creation times, so that resources get every entity
+			// reference: a retry must not repeat them either.
+			h := newBootedHarness(t, cfg, retryHost())
 			next := &flakyNext{inPlace: cfgCase.inPlace}
 			p := newPipelines(t, h.extHost, cfg, next)
 			for _, tc := range retryCases() {

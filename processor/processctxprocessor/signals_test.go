@@ -134,10 +134,14 @@ func TestIncludeExclude(t *testing.T) {
 		include, exclude []string
 		want             []string
 	}{
-		// process.pid: the record's pid, stamped on the resource of its process.
-		{"all", nil, nil, []string{"deployment.environment.name", "service.instance.id", "service.name", "service.shard", "process.pid"}},
+		// process.pid: the record's pid, stamped on the resource of its
+		// process; process.creation.time comes from the host, and is
+		// included and excluded as the published keys are.
+		{"all", nil, nil, []string{"deployment.environment.name", "service.instance.id", "service.name", "service.shard", "process.pid", "process.creation.time"}},
 		{"include", []string{"service.name", "service.shard", "not.published"}, nil, []string{"service.name", "service.shard", "process.pid"}},
-		{"exclude", nil, []string{"service.instance.id"}, []string{"deployment.environment.name", "service.name", "service.shard", "process.pid"}},
+		{"include the creation time", []string{"service.name", "process.creation.time"}, nil, []string{"service.name", "process.pid", "process.creation.time"}},
+		{"exclude", nil, []string{"service.instance.id"}, []string{"deployment.environment.name", "service.name", "service.shard", "process.pid", "process.creation.time"}},
+		{"exclude the creation time", nil, []string{"process.creation.time"}, []string{"deployment.environment.name", "service.instance.id", "service.name", "service.shard", "process.pid"}},
 		{"both", []string{"service.name", "service.shard"}, []string{"service.shard"}, nil}, // rejected by Validate
 		{"include a pid key: the published one is never added", []string{"service.name", "process.pid"}, nil, []string{"service.name", "process.pid"}},
 	} {

@@ -27,11 +27,14 @@ const (
 // reads when it collects, so that the hot path costs a few atomic adds
 // instead of a measurement per counter and batch.
 type telemetry struct {
-	builder *metadata.TelemetryBuilder
-	counts  [numCounts]atomic.Int64
-	signal  metric.ObserveOption
+	builder  *metadata.TelemetryBuilder
+	counts   [numCounts]atomic.Int64
+	enriched [numSources]atomic.Int64
+	signal   metric.ObserveOption
 	// kinds are the errors counter's attributes, by count.
 	kinds [numCounts]metric.ObserveOption
+	// sources are the enriched counter's attributes, by source.
+	sources [numSources]metric.ObserveOption
 }
 
 func newTelemetry(set component.TelemetrySettings, signal string) (*telemetry, error) {
@@ -46,8 +49,11 @@ func newTelemetry(set component.TelemetrySettings, signal string) (*telemetry, e
 			t.kinds[i] = metric.WithAttributeSet(attribute.NewSet(signalAttr, attribute.String("kind", countName(i))))
 		}
 	}
+	for i := range numSources {
+		t.sources[i] = metric.WithAttributeSet(attribute.NewSet(signalAttr, attribute.String("source", tracker.Source(i).String())))
+	}
 	err = errors.Join(
-		tb.RegisterProcessorProcessContextEnrichedCallback(t.observe(int(tracker.OutcomeOK))),
+		tb.RegisterProcessorProcessContextEnrichedCallback(t.observeEnriched),
 		// A process that exited while it was read published nothing since.
 		tb.RegisterProcessorProcessContextNoContextCallback(t.observe(int(tracker.OutcomeNoContext), int(tracker.OutcomeGone))),
 		tb.RegisterProcessorProcessContextErrorsCallback(t.observeErrors),
@@ -73,6 +79,15 @@ func (t *telemetry) observe(counts ...int) metric.Int64Callback {
 	}
 }
 
+func (t *telemetry) observeEnriched(_ context.Context, obs metric.Int64Observer) error {
+	for i := range numSources {
+		if n := t.enriched[i].Load(); n > 0 {
+			obs.Observe(n, t.sources[i])
+		}
+	}
+	return nil
+}
+
 func (t *telemetry) observeErrors(_ context.Context, obs metric.Int64Observer) error {
 	for i := range numCounts {
 		if n := t.counts[i].Load(); n > 0 && t.kinds[i] != nil {
@@ -84,9 +99,14 @@ func (t *telemetry) observeErrors(_ context.Context, obs metric.Int64Observer) e
 
 // add counts a batch's items.
 func (t *telemetry) add(counts *itemCounts) {
-	for i, n := range counts {
+	for i, n := range counts.outcomes {
 		if n > 0 {
 			t.counts[i].Add(n)
+		}
+	}
+	for i, n := range counts.enriched {
+		if n > 0 {
+			t.enriched[i].Add(n)
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.yaml.in/yaml/v3"
@@ -15,10 +16,18 @@ import (
 	"github.com/processctx/otelcol-processctx/internal/tracker"
 )
 
-// counter returns the value of an int64 sum per "signal[/kind]".
+// counter returns the value of an int64 sum of h's processors per
+// "signal[/kind][/source]".
 func counter(t *testing.T, h *harness, name string) map[string]int64 {
 	t.Helper()
-	m, err := h.tel.GetMetric(name)
+	return counterOf(t, h.tel, name)
+}
+
+// counterOf returns the value of an int64 sum of tel per
+// "signal[/kind][/source]".
+func counterOf(t *testing.T, tel *componenttest.Telemetry, name string) map[string]int64 {
+	t.Helper()
+	m, err := tel.GetMetric(name)
 	if err != nil {
 		return map[string]int64{}
 	}
@@ -29,8 +38,10 @@ func counter(t *testing.T, h *harness, name string) map[string]int64 {
 	for _, dp := range sum.DataPoints {
 		signal, _ := dp.Attributes.Value(attribute.Key("signal"))
 		key := signal.AsString()
-		if kind, ok := dp.Attributes.Value(attribute.Key("kind")); ok {
-			key += "/" + kind.AsString()
+		for _, attr := range []attribute.Key{"kind", "source"} {
+			if v, ok := dp.Attributes.Value(attr); ok {
+				key += "/" + v.AsString()
+			}
 		}
 		out[key] = dp.Value
 	}
@@ -59,7 +70,7 @@ func TestTelemetry(t *testing.T) {
 	h.consumeTraces(tracesWithPid(good.Pid))
 	h.consumeMetrics(hostmetricsLike(good.Pid))
 
-	assert.Equal(t, map[string]int64{"logs": 2, "profiles": 3, "traces": 1, "metrics": 4},
+	assert.Equal(t, map[string]int64{"logs/context": 2, "profiles/context": 3, "traces/context": 1, "metrics/context": 4},
 		counter(t, h, "otelcol_processor_process_context_enriched"))
 	assert.Equal(t, map[string]int64{"logs": 1}, counter(t, h, "otelcol_processor_process_context_no_context"))
 	assert.Equal(t, map[string]int64{"logs/invalid": 1, "profiles/invalid": 1},
@@ -83,6 +94,21 @@ func TestAttributeEnums(t *testing.T) {
 	}
 	assert.Equal(t, kinds, md.Attributes["kind"].Enum)
 	assert.Equal(t, []string{signalLogs, signalMetrics, signalTraces, signalProfiles}, md.Attributes["signal"].Enum)
+	var sources []string
+	for i := range numSources {
+		sources = append(sources, tracker.Source(i).String())
+	}
+	assert.Equal(t, sources, md.Attributes["source"].Enum)
+}
+
+// TestSourceNames: the enriched counts are by tracker.Source, each under
+// its own name; a source the processor does not know is counted as
+// context rather than out of range.
+func TestSourceNames(t *testing.T) {
+	assert.Equal(t, "context", tracker.SourceContext.String())
+	assert.Equal(t, "environment", tracker.SourceEnvironment.String())
+	assert.Equal(t, int(tracker.SourceEnvironment), sourceIndex(tracker.SourceEnvironment))
+	assert.Equal(t, int(tracker.SourceContext), sourceIndex(tracker.Source(numSources)))
 }
 
 // Every tracker outcome a lookup gives is counted by one metric: ok by

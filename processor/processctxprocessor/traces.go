@@ -15,9 +15,9 @@ func (p *instance) processTraces(ctx context.Context, td ptrace.Traces) (ptrace.
 	}
 	defer b.finish()
 	rss := td.ResourceSpans()
-	b.enrichResources(ctx, rss.Len(), func(i int) (pcommon.Map, int) {
+	b.enrichResources(ctx, rss.Len(), func(i int) (pcommon.Resource, int) {
 		rs := rss.At(i)
-		return rs.Resource().Attributes(), spanCount(rs)
+		return rs.Resource(), spanCount(rs)
 	})
 	return td, nil
 }

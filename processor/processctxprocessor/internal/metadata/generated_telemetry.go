@@ -119,7 +119,7 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	var err, errs error
 	builder.ProcessorProcessContextEnriched, err = builder.meter.Int64ObservableCounter(
 		"otelcol_processor_process_context_enriched",
-		metric.WithDescription("Items (log records, spans, data points, profile samples) enriched with their process's published resource attributes. [Development]"),
+		metric.WithDescription("Items (log records, spans, data points, profile samples) enriched with their process's resource attributes, by where the process's identity comes from. [Development]"),
 		metric.WithUnit("{item}"),
 	)
 	errs = errors.Join(errs, err)

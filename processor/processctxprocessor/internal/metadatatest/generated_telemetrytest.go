@@ -24,7 +24,7 @@ func NewSettings(tt *componenttest.Telemetry) processor.Settings {
 func AssertEqualProcessorProcessContextEnriched(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_processor_process_context_enriched",
-		Description: "Items (log records, spans, data points, profile samples) enriched with their process's published resource attributes. [Development]",
+		Description: "Items (log records, spans, data points, profile samples) enriched with their process's resource attributes, by where the process's identity comes from. [Development]",
 		Unit:        "{item}",
 		Data: metricdata.Sum[int64]{
 			Temporality: metricdata.CumulativeTemporality,
