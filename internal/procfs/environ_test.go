@@ -30,7 +30,7 @@ func TestOpenEnviron(t *testing.T) {
 	require.Eventually(t, func() bool {
 		r, err := fs.OpenEnviron(cmd.Process.Pid)
 		require.NoError(t, err)
-		defer r.Close()
+		defer func() { _ = r.Close() }()
 		got, err = io.ReadAll(r)
 		require.NoError(t, err)
 		return len(got) > 0

@@ -80,7 +80,7 @@ func (h *procHost) Environment(pid int) (sdkenv.Vars, error) {
 	if err != nil {
 		return sdkenv.Vars{}, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	vars, err := sdkenv.Scan(f, h.maxValue)
 	if err != nil {
 		err = fmt.Errorf("environ of pid %d: %w", pid, err)
