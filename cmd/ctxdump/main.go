@@ -2,9 +2,9 @@
 // host and, for processes that publish none, the service their
 // OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES name (the SOURCE column
 // says which), with the tracker the collector components use: a readable
-// table by default, one JSON object per process with -json. The processes it cannot
-// read are listed too, with why (in JSON, with "outcome" and "reason"
-// instead of a resource). It is the quickest way to check what a host
+// table by default, one JSON object per process with -json. The processes
+// it cannot read are listed too, with why (in JSON, with "outcome" and
+// "reason" instead of a resource). It is the quickest way to check what a host
 // publishes and whether the collector's user has the permissions it needs.
 //
 //	ctxdump [-root /hostfs] [-pid N] [-json] [-watch] [-read-timeout 1s]

@@ -192,7 +192,7 @@ func (t *Tracker) publish(pid int, p *proc, res *result) {
 		Context:  res.ctx,
 		Addr:     res.addr,
 	}).withViews(t.views)
-	t.watchUnmap(pid, p, res)
+	t.watchUnmap(pid, p, res.source == SourceContext, res.addr)
 	if res.source == SourceContext {
 		p.envDone = false // read again once the context ends
 	}
@@ -203,10 +203,10 @@ func (t *Tracker) publish(pid int, p *proc, res *result) {
 }
 
 // watchUnmap keeps the count of live publications and tells the event
-// source which context mapping of pid to watch, as pub goes from p.pub to
-// res.
-func (t *Tracker) watchUnmap(pid int, p *proc, res *result) {
-	was, is := p.publishes(), res.source == SourceContext
+// source which context mapping of pid to watch, as p.pub is replaced by a
+// context at addr (is) or by an identity that is not one, or ends (!is).
+func (t *Tracker) watchUnmap(pid int, p *proc, is bool, addr uint64) {
+	was := p.publishes()
 	switch {
 	case is && !was:
 		t.livePub++
@@ -216,12 +216,12 @@ func (t *Tracker) watchUnmap(pid int, p *proc, res *result) {
 	f := t.events.filter
 	switch {
 	case f == nil:
-	case is && (!was || p.pub.Addr != res.addr):
-		if err := f.Track(pid, res.addr, otep.HeaderSize); err != nil {
+	case is && (!was || p.pub.Addr != addr):
+		if err := f.Track(pid, addr, otep.HeaderSize); err != nil {
 			t.log.Debug("The event source cannot watch this publication's unmapping", zap.Int("pid", pid), zap.Error(err))
 		}
 	case was && !is:
-		_ = f.Untrack(pid)
+		_ = f.Untrack(pid) // gone already when the process exited
 	}
 }
 
@@ -233,12 +233,7 @@ func (t *Tracker) endPublication(pid int, p *proc, kind ChangeKind) {
 	}
 	ended := *p.pub
 	ended.EndedAt = t.now()
-	if p.publishes() {
-		t.livePub--
-		if f := t.events.filter; f != nil {
-			_ = f.Untrack(pid) // gone already when the process exited
-		}
-	}
+	t.watchUnmap(pid, p, false, 0)
 	p.pub, p.found = nil, OutcomeNoContext
 	t.changes = append(t.changes, Change{Kind: kind, Process: &ended})
 	t.changed = true

@@ -16,9 +16,9 @@ type Key struct {
 
 // Process is the identity of one process, as the tracker last read it: a
 // context it publishes or, for a process that publishes none, what its SDK
-// environment variables say (Source). A Process is never modified once published: a change
-// makes a new one. Its maps are shared by every reader and must be treated
-// as read-only.
+// environment variables say (Source). A Process is never modified once
+// published: a change makes a new one. Its maps are shared by every reader
+// and must be treated as read-only.
 type Process struct {
 	// views holds the value of each View at the index of its id. First:
 	// the processor's hot path reads it with Key, in one cache line.
