@@ -1,7 +1,6 @@
 package tracker_test
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -189,24 +188,8 @@ func TestEnvironmentStallQuarantines(t *testing.T) {
 	host.Add(51)
 	host.SetEnv(51, "good", "")
 	cfg := testConfig()
-	clock := trackertest.NewClock()
-	tr, err := tracker.New(host, cfg, zap.NewNop(), tracker.WithClock(clock.Now))
-	require.NoError(t, err)
-	tr.Start()
-	t.Cleanup(func() {
-		host.Unblock()
-		require.NoError(t, tr.Stop(context.Background()))
-	})
-	scanned := make(chan error, 1)
-	go func() { scanned <- tr.Rescan(context.Background()) }()
-	require.Eventually(t, func() bool { return host.Count(trackertest.MethodEnviron) >= 1 }, 10*time.Second, time.Millisecond)
-	clock.Advance(cfg.ReadTimeout + time.Millisecond)
-	select {
-	case err := <-scanned:
-		require.NoError(t, err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("the scan waits for a stuck environment read")
-	}
+	tr, clock := startWithClock(t, host, cfg, zap.NewNop())
+	scanPastStuck(t, tr, clock, host, trackertest.MethodEnviron, cfg)
 	_, o := tr.Snapshot().Lookup(50)
 	assert.Equal(t, tracker.OutcomeStalled, o)
 	p, _ := tr.Snapshot().Lookup(51)

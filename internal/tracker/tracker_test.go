@@ -484,6 +484,39 @@ func TestViews(t *testing.T) {
 // quarantineMin is the first backoff of a quarantined process.
 const quarantineMin = 30 * time.Second
 
+// startWithClock starts a tracker of host on a fake clock, without the
+// harness's first scan: for hosts whose reads block, which scanPastStuck
+// moves past.
+func startWithClock(t *testing.T, host *trackertest.Host, cfg tracker.Config, logger *zap.Logger) (*tracker.Tracker, *trackertest.Clock) {
+	t.Helper()
+	clock := trackertest.NewClock()
+	tr, err := tracker.New(host, cfg, logger, tracker.WithClock(clock.Now))
+	require.NoError(t, err)
+	tr.Start()
+	t.Cleanup(func() {
+		host.Unblock() // stuck readers exit
+		require.NoError(t, tr.Stop(context.Background()))
+	})
+	return tr, clock
+}
+
+// scanPastStuck runs a scan in which a read of method blocks: once that
+// read has begun, it moves the clock past the read's deadline, and
+// returns when the scan has ended, which it must within 10 s.
+func scanPastStuck(t *testing.T, tr *tracker.Tracker, clock *trackertest.Clock, host *trackertest.Host, method string, cfg tracker.Config) {
+	t.Helper()
+	scanned := make(chan error, 1)
+	go func() { scanned <- tr.Rescan(context.Background()) }()
+	require.Eventually(t, func() bool { return host.Count(method) >= 1 }, 10*time.Second, time.Millisecond)
+	clock.Advance(cfg.ReadTimeout + time.Millisecond)
+	select {
+	case err := <-scanned:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the scan waits for a stuck read of %s", method)
+	}
+}
+
 func TestStalledReadIsQuarantined(t *testing.T) {
 	host := trackertest.NewHost()
 	host.Add(90).Block = "maps"
@@ -492,27 +525,11 @@ func TestStalledReadIsQuarantined(t *testing.T) {
 	host.Publish(91, "good")
 	cfg := testConfig()
 	core, logs := observer.New(zap.DebugLevel)
-	clock := trackertest.NewClock()
-	tr, err := tracker.New(host, cfg, zap.New(core), tracker.WithClock(clock.Now))
-	require.NoError(t, err)
-	tr.Start()
-	t.Cleanup(func() {
-		host.Unblock()
-		require.NoError(t, tr.Stop(context.Background()))
-	})
+	tr, clock := startWithClock(t, host, cfg, zap.New(core))
 
 	// The first scan cannot finish until the stuck read is abandoned: its
 	// deadline passes when the clock moves past it.
-	scanned := make(chan error, 1)
-	go func() { scanned <- tr.Rescan(context.Background()) }()
-	require.Eventually(t, func() bool { return host.Count("maps") >= 1 }, 10*time.Second, time.Millisecond)
-	clock.Advance(cfg.ReadTimeout + time.Millisecond)
-	select {
-	case err := <-scanned:
-		require.NoError(t, err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("the scan waits for a stuck read")
-	}
+	scanPastStuck(t, tr, clock, host, "maps", cfg)
 	p, _ := tr.Snapshot().Lookup(91)
 	require.NotNil(t, p, "the good publisher is read")
 	_, o := tr.Snapshot().Lookup(90)
@@ -529,11 +546,7 @@ func TestStalledReadIsQuarantined(t *testing.T) {
 	// passed, until one of its reads returns.
 	host.ResetCounts()
 	clock.Advance(quarantineMin)
-	scanned = make(chan error, 1)
-	go func() { scanned <- tr.Rescan(context.Background()) }()
-	require.Eventually(t, func() bool { return host.Count("maps") >= 1 }, 10*time.Second, time.Millisecond)
-	clock.Advance(cfg.ReadTimeout + time.Millisecond)
-	require.NoError(t, <-scanned)
+	scanPastStuck(t, tr, clock, host, "maps", cfg)
 	require.Eventually(t, func() bool { return tr.StuckReads() == 2 }, 10*time.Second, time.Millisecond)
 	host.ResetCounts()
 	clock.Advance(4 * quarantineMin)
@@ -566,19 +579,8 @@ func TestNoReaderLeft(t *testing.T) {
 	cfg := testConfig()
 	cfg.Readers = 1
 	cfg.MaxStalled = 1
-	clock := trackertest.NewClock()
-	tr, err := tracker.New(host, cfg, zap.NewNop(), tracker.WithClock(clock.Now))
-	require.NoError(t, err)
-	tr.Start()
-	t.Cleanup(func() {
-		host.Unblock()
-		require.NoError(t, tr.Stop(context.Background()))
-	})
-	scanned := make(chan error, 1)
-	go func() { scanned <- tr.Rescan(context.Background()) }()
-	require.Eventually(t, func() bool { return host.Count("maps") >= 1 }, 10*time.Second, time.Millisecond)
-	clock.Advance(cfg.ReadTimeout + time.Millisecond)
-	require.NoError(t, <-scanned, "the scan ends without a reader")
+	tr, clock := startWithClock(t, host, cfg, zap.NewNop())
+	scanPastStuck(t, tr, clock, host, "maps", cfg) // the scan ends without a reader
 	assert.Equal(t, 1, tr.StuckReads())
 
 	// The stuck read returns: its reader resumes, and reads 98 (through
