@@ -231,29 +231,37 @@ func benchLogsResourcePidVsBaseline(b *testing.B, pubs []*publishing, cfg *Confi
 	for _, c := range copies {
 		src.CopyTo(c)
 	}
-	var processor, baseline time.Duration
+	process := func() {
+		if _, err := h.direct.processLogs(ctx, copies[0]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	vsBaseline(b, "processor", process, func() { upsert(copies[1]) }, func() { stripKeys(copies[:], keys) })
+}
+
+// vsBaseline times measured against baseline in one b.Loop, alternating
+// which goes first, with reset (untimed) after each pair, and reports
+// both per batch (measured as name-ns/batch) and their ratio
+// (x-baseline).
+func vsBaseline(b *testing.B, name string, measured, baseline, reset func()) {
+	var m, base time.Duration
+	run := func(f func()) time.Duration { t := time.Now(); f(); return time.Since(t) }
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
-		run := func(f func()) time.Duration { t := time.Now(); f(); return time.Since(t) }
-		process := func() {
-			if _, err := h.direct.processLogs(ctx, copies[0]); err != nil {
-				b.Fatal(err)
-			}
-		}
-		if i%2 == 0 { // alternate which goes first
-			processor += run(process)
-			baseline += run(func() { upsert(copies[1]) })
+		if i%2 == 0 {
+			m += run(measured)
+			base += run(baseline)
 		} else {
-			baseline += run(func() { upsert(copies[1]) })
-			processor += run(process)
+			base += run(baseline)
+			m += run(measured)
 		}
 		b.StopTimer()
-		stripKeys(copies[:], keys)
+		reset()
 		b.StartTimer()
 	}
-	b.ReportMetric(float64(processor.Nanoseconds())/float64(b.N), "processor-ns/batch")
-	b.ReportMetric(float64(baseline.Nanoseconds())/float64(b.N), "baseline-ns/batch")
-	b.ReportMetric(float64(processor)/float64(baseline), "x-baseline")
+	b.ReportMetric(float64(m.Nanoseconds())/float64(b.N), name+"-ns/batch")
+	b.ReportMetric(float64(base.Nanoseconds())/float64(b.N), "baseline-ns/batch")
+	b.ReportMetric(float64(m)/float64(base), "x-baseline")
 }
 
 // benchSamples is the number of samples in the profiles benchmark.
@@ -462,22 +470,6 @@ func BenchmarkEntityRefsFloor(b *testing.B) {
 	for _, c := range copies {
 		benchLogsOf(pids).CopyTo(c)
 	}
-	var plain, withRefs time.Duration
-	b.ReportAllocs()
-	for i := 0; b.Loop(); i++ {
-		run := func(f func()) time.Duration { t := time.Now(); f(); return time.Since(t) }
-		if i%2 == 0 {
-			plain += run(func() { upsert(copies[0], false) })
-			withRefs += run(func() { upsert(copies[1], true) })
-		} else {
-			withRefs += run(func() { upsert(copies[1], true) })
-			plain += run(func() { upsert(copies[0], false) })
-		}
-		b.StopTimer()
-		stripKeys(copies[:], keys)
-		b.StartTimer()
-	}
-	b.ReportMetric(float64(withRefs.Nanoseconds())/float64(b.N), "refs-ns/batch")
-	b.ReportMetric(float64(plain.Nanoseconds())/float64(b.N), "baseline-ns/batch")
-	b.ReportMetric(float64(withRefs)/float64(plain), "x-baseline")
+	vsBaseline(b, "refs", func() { upsert(copies[1], true) }, func() { upsert(copies[0], false) },
+		func() { stripKeys(copies[:], keys) })
 }
