@@ -39,25 +39,31 @@ func (t *Tracker) applyJob(j *job) {
 }
 
 // current returns the process a request was for, nil when it exited or
-// became another incarnation meanwhile (the read is of the past), and
-// what lookups said of it while the read was out. The read is no longer
-// out either way.
+// became another incarnation meanwhile (the read is of the past: the
+// probes waiting for it are done), and what lookups said of it while the
+// read was out. The read is no longer out either way.
 func (t *Tracker) current(r *request) (*proc, Outcome) {
-	defer t.probes.resolve(r.pid)
 	p := t.procs[r.pid]
 	if p == nil || p.serial != r.serial {
+		if p == nil || p.reading == causeNone {
+			t.probes.resolve(r.pid)
+		}
 		return nil, OutcomeUnknown
 	}
-	before := p.lookupOutcome()
+	before := t.lookupOutcome(p, t.clock())
 	p.reading = causeNone
 	return p, before
 }
 
 // settled notes pid for the next snapshot when what lookups say of p is
-// no longer before: most reads change nothing, and cost no snapshot.
+// no longer before (most reads change nothing, and cost no snapshot), and
+// ends the probes waiting for p unless a read of it is out again.
 func (t *Tracker) settled(pid int, p *proc, before Outcome) {
-	if p.lookupOutcome() != before {
+	if t.lookupOutcome(p, t.clock()) != before {
 		t.touch(pid)
+	}
+	if p.reading == causeNone {
+		t.probes.resolve(pid)
 	}
 }
 
@@ -101,8 +107,11 @@ func (t *Tracker) apply(r *request) {
 		}
 	}
 	p.kernel = r.res.kernel
-	if r.res.envRead {
-		p.envDone = true
+	switch {
+	case r.env && !r.res.envRead && p.env == envUnread:
+		p.env = envTried
+	case r.res.envRead:
+		p.env = envRead
 		if r.res.envErr != nil {
 			// What the SDK would report; the error names the variable,
 			// never its text.
@@ -118,6 +127,10 @@ func (t *Tracker) apply(r *request) {
 		t.applyToSilent(r, p, o)
 	}
 	t.followUp(r.pid, p, r.cause, o, r.op == opDiscover)
+	if r.noMaps && p.reading == causeNone && t.probes.waitsFor(r.pid) {
+		// A probe waits for what this read did not look at.
+		t.want(r.pid, p, causeProbe)
+	}
 }
 
 // gone: the read found the process gone, or the pid naming another one.
@@ -148,6 +161,7 @@ func (t *Tracker) applyToPublisher(r *request, p *proc, o Outcome) {
 	case o == OutcomeNoContext && moved:
 		t.endPublication(r.pid, p, Unpublished)
 		p.found, p.lookedAt, p.rechecks = o, t.clock(), 0 // it may publish again soon
+		t.noteRecheck(r.pid, p)
 	case (o == OutcomeInvalid || o == OutcomeTooLarge) && moved:
 		t.endPublication(r.pid, p, Invalidated)
 		p.found, p.lookedAt, p.rechecks = o, t.clock(), 0
@@ -159,16 +173,21 @@ func (t *Tracker) applyToPublisher(r *request, p *proc, o Outcome) {
 
 // applyToSilent applies a read of a process without a publication.
 func (t *Tracker) applyToSilent(r *request, p *proc, o Outcome) {
-	if p.lookedAt != 0 && p.rechecks < 255 {
-		p.rechecks++
+	if !r.noMaps || !t.cfg.uses(SourceContext) {
+		// A look at what it may publish (a read of its environment alone
+		// is not one while contexts are a source).
+		if p.lookedAt != 0 && p.rechecks < 255 {
+			p.rechecks++
+		}
+		p.lookedAt = t.clock()
+		t.noteRecheck(r.pid, p)
 	}
-	p.lookedAt = t.clock()
 	switch o {
 	case OutcomeOK:
 		t.publish(r.pid, p, &r.res)
 	case OutcomeTorn:
 		// Mid-update: look again at the next scan.
-		p.found, p.lookedAt = OutcomeNoContext, 0
+		p.found, p.lookedAt = o, 0
 	default:
 		p.found = o
 	}
@@ -194,7 +213,7 @@ func (t *Tracker) publish(pid int, p *proc, res *result) {
 	}).withViews(t.views)
 	t.watchUnmap(pid, p, res.source == SourceContext, res.addr)
 	if res.source == SourceContext {
-		p.envDone = false // read again once the context ends
+		p.env = envUnread // read again once the context ends
 	}
 	p.pub, p.found = pub, OutcomeOK
 	t.pubs[pid] = pub

@@ -10,8 +10,8 @@
 // a time: a kernel event (events.go: the proc connector's fork, exec and
 // exit; an eBPF program's publish, memfd and unmap of a context), a scan
 // (scan.go: a listing of <root>/proc every Config.CollectionInterval, which
-// finds what no event told), a probe or hint from the processor's
-// telemetry (probe.go), a planned read falling due (plan.go), or a read's
+// finds what no event told), a probe from the processor's telemetry
+// (probe.go), a planned read falling due (plan.go), or a read's
 // result (apply.go). Then it publishes what changed (flush): a new
 // Snapshot, the changes to subscribers, and the probes whose reads are in.
 //
@@ -44,6 +44,12 @@
 //
 // Readers of its state take no lock: Snapshot returns an immutable view,
 // published atomically after every change, and Lookup answers from it.
+// Where a read may tell what a lookup should wait for — a pid not read, a
+// process whose environment was not read since its exec, or, while no
+// publication events come, whose maps were not read since its exec or for
+// Config.RecheckInterval (contextDue) — Lookup says OutcomeUnknown, and
+// Probe reads it and waits: the first telemetry of a process that
+// published at start-up gets its identity on every kernel.
 // Subscribers (the receiver) are told every change; derived data that a
 // consumer needs per publication (the processor's filtered attributes) is
 // computed once per publication by a View. The tracker reads processes

@@ -254,7 +254,7 @@ func (t *Tracker) handle(ev Event) {
 	case EventFork:
 		if p == nil { // else known already: a listing or a publication event came first
 			p = t.newProc(pid)
-			p.found, p.lookedAt = OutcomeNoContext, t.clock()
+			t.lookedAtExec(p)
 			if t.cfg.uses(SourceEnvironment) {
 				// Its environment, unless it execs first (most forks do,
 				// at once: the exec makes another plan).
@@ -286,7 +286,7 @@ func (t *Tracker) execed(pid int, p *proc, at uint64) {
 	default:
 		t.newIncarnation(pid, p, Unpublished, p.start)
 	}
-	p.found, p.lookedAt = OutcomeNoContext, t.clock()
+	t.lookedAtExec(p)
 	if t.events.live&PublicationEvents == 0 {
 		// The young reads look for a context, and read the environment
 		// with the first.
@@ -294,6 +294,17 @@ func (t *Tracker) execed(pid int, p *proc, at uint64) {
 	} else if t.cfg.uses(SourceEnvironment) {
 		// Read once per exec; a process that exits at once is not read.
 		t.plan(pid, p, causeExec, t.clock()+int64(minEventGap))
+	}
+}
+
+// lookedAtExec records what a fork or exec tells of the new image: it
+// publishes nothing yet. While publication events come, they tell when it
+// does: the event is as good as a look at its maps. Without them, its maps
+// are not looked at yet (contextDue).
+func (t *Tracker) lookedAtExec(p *proc) {
+	p.found = OutcomeNoContext
+	if t.events.live&PublicationEvents != 0 {
+		p.lookedAt = t.clock()
 	}
 }
 

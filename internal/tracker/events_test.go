@@ -126,8 +126,15 @@ func TestForkAndExec(t *testing.T) {
 	h.rescan()
 	assert.Zero(t, host.Count(trackertest.MethodMaps))
 	assert.Zero(t, host.Count(trackertest.MethodStart))
+	// Publication events tell of its context; its environment is not read
+	// yet: a lookup waits for a probe, which reads only that.
 	_, o := h.tr.Snapshot().Lookup(40)
+	assert.Equal(t, tracker.OutcomeUnknown, o)
+	probeDone(t, h.tr.Probe([]int{40}))
+	_, o = h.tr.Snapshot().Lookup(40)
 	assert.Equal(t, tracker.OutcomeNoContext, o)
+	assert.Zero(t, host.Count(trackertest.MethodMaps))
+	assert.Equal(t, 1, host.Count(trackertest.MethodEnviron))
 
 	// It execs into a publisher: found at the publication event.
 	src.Send(tracker.Event{Kind: tracker.EventExec, PID: 40})
@@ -153,7 +160,8 @@ func TestExecYoungReads(t *testing.T) {
 	assert.Zero(t, host.Count(trackertest.MethodMaps), "nothing before the first delay")
 	h.clock.Advance(time.Second)
 	h.rescan() // a scan starts what is due
-	require.Eventually(t, func() bool { return host.Count(trackertest.MethodMaps) == 1 }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return host.Count(trackertest.MethodMaps) == 1 }, 10*time.Second, time.Millisecond,
+		"maps read %d times", host.Count(trackertest.MethodMaps))
 	host.Publish(50, "slow-start")
 	assert.Equal(t, []string{"published 50 slow-start"}, h.advanceUntilChanges(1))
 }
@@ -318,7 +326,7 @@ func TestExitDuringRead(t *testing.T) {
 	h.settle()
 	p, o := h.tr.Snapshot().Lookup(90)
 	assert.Nil(t, p, "the old process's context is not the new one's")
-	assert.Equal(t, tracker.OutcomeNoContext, o)
+	assert.Equal(t, tracker.OutcomeUnknown, o, "the new one's environment is not read yet")
 }
 
 // Dropped events make the next scan read everything events would have

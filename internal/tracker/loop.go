@@ -48,11 +48,12 @@ func (t *Tracker) run() {
 			t.released(pid)
 		case w := <-t.probeC:
 			t.probe(w)
-		case pid := <-t.hintC:
-			t.hint(pid)
 		case done := <-t.scanC:
 			t.scanSoon(done)
 		case fn := <-t.control:
+			// A call sees the events received before it: select picks
+			// among ready channels at random.
+			t.drainEvents()
 			fn()
 		case normal <- nextNormal:
 			t.backlog = pop(t.backlog)
@@ -88,9 +89,14 @@ func (t *Tracker) run() {
 // snapshot, not one per event.
 func (t *Tracker) handleQueued(ev Event) {
 	t.handle(ev)
+	t.drainEvents()
+}
+
+// drainEvents handles the events queued now.
+func (t *Tracker) drainEvents() {
 	for range eventQueueSize {
 		select {
-		case ev = <-t.events.queue:
+		case ev := <-t.events.queue:
 			t.handle(ev)
 		default:
 			return
@@ -118,7 +124,8 @@ func pop(q []*job) []*job {
 
 // loopTimers are the loop's timers; a nil channel is a timer not armed.
 type loopTimers struct {
-	// plans fires when the earliest planned read falls due (at planAt);
+	// plans fires when the earliest planned read or recheck falls due (at
+	// planAt);
 	// supervise, while jobs are out, to abandon overdue reads; scanTimeout
 	// when the scan timeoutFor overran Config.Timeout.
 	plans, supervise, scanTimeout   *time.Timer

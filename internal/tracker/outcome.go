@@ -14,7 +14,8 @@ var ErrStalled = errors.New("read did not return in time")
 type Outcome uint8
 
 const (
-	// OutcomeUnknown: the pid is not known yet (a lookup only).
+	// OutcomeUnknown: the pid is not known yet, or a read that may tell its
+	// identity is under way or due (a lookup only).
 	OutcomeUnknown Outcome = iota
 	// OutcomeOK: a context was read.
 	OutcomeOK

@@ -50,13 +50,59 @@ func (t *Tracker) plan(pid int, p *proc, c cause, at int64) {
 	p.planned, p.plannedAt = c, at
 }
 
-// nextPlanned returns the clock of the earliest planned read, false when
-// none is.
+// nextPlanned returns the clock of the earliest planned read or recheck,
+// false when none is.
 func (t *Tracker) nextPlanned() (int64, bool) {
-	if len(t.plans) == 0 {
+	at, ok := t.rechecks.next()
+	if len(t.plans) > 0 && (!ok || t.plans[0].at < at) {
+		at, ok = t.plans[0].at, true
+	}
+	return at, ok
+}
+
+// recheckQueue holds, in the order they fall due, the times when
+// processes read without a context are due for a read again
+// (contextDue): the snapshot must say so then, for lookups to wait for
+// that read. An entry whose process was read again since is only a
+// snapshot update for nothing.
+type recheckQueue struct {
+	q    []plannedRead
+	head int
+}
+
+// noteRecheck notes that p's maps were just read without finding a
+// context: due again after Config.RecheckInterval.
+func (t *Tracker) noteRecheck(pid int, p *proc) {
+	q := &t.rechecks
+	if !t.cfg.uses(SourceContext) || t.events.live&PublicationEvents != 0 || len(q.q)-q.head >= maxPlanned {
+		return
+	}
+	if q.head > 0 && q.head == len(q.q) {
+		q.q, q.head = q.q[:0], 0
+	}
+	q.q = append(q.q, plannedRead{at: p.lookedAt + int64(t.cfg.RecheckInterval), pid: int32(pid), serial: p.serial})
+}
+
+func (q *recheckQueue) next() (int64, bool) {
+	if q.head == len(q.q) {
 		return 0, false
 	}
-	return t.plans[0].at, true
+	return q.q[q.head].at, true
+}
+
+// markRechecks notes for the snapshot the processes whose rechecks fell
+// due.
+func (t *Tracker) markRechecks() {
+	q, now := &t.rechecks, t.clock()
+	for ; q.head < len(q.q) && q.q[q.head].at <= now; q.head++ {
+		e := q.q[q.head]
+		if p := t.procs[int(e.pid)]; p != nil && p.serial == e.serial {
+			t.touch(int(e.pid))
+		}
+	}
+	if q.head > len(q.q)/2 && q.head > 1024 {
+		q.q, q.head = append(q.q[:0], q.q[q.head:]...), 0
+	}
 }
 
 // runPlans starts the planned reads that are due.

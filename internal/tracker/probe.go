@@ -19,11 +19,14 @@ type probes struct {
 	ended []chan struct{}
 }
 
-// Probe asks for the pids that the snapshot does not know to be read now,
-// before any scan work. The returned channel is closed once each of them has
-// been read (or its read abandoned); nil means the tracker cannot take the
-// request now. Callers that cannot wait long select on it with a timer:
-// the reads go on, and a later snapshot has their results.
+// Probe asks for the pids whose lookup says OutcomeUnknown to be read now,
+// before any scan work: pids not known, and processes without a context
+// with a read due (their environment not read since their exec, or their
+// maps not for Config.RecheckInterval while no publication events come).
+// The returned channel is closed once each of them has been read (or its
+// read abandoned); nil means the tracker cannot take the request now.
+// Callers that cannot wait long select on it with a timer: the reads go
+// on, and a later snapshot has their results.
 func (t *Tracker) Probe(pids []int) <-chan struct{} {
 	if len(pids) == 0 || !t.started.Load() {
 		return nil
@@ -34,20 +37,6 @@ func (t *Tracker) Probe(pids []int) <-chan struct{} {
 		return w.done
 	default:
 		return nil
-	}
-}
-
-// Hint says that telemetry names pid, which the snapshot says publishes
-// nothing: the tracker reads its maps again if it did not in the last
-// Config.RecheckInterval, so that a late publisher is found sooner than its
-// rescan. It never blocks.
-func (t *Tracker) Hint(pid int) {
-	if !t.started.Load() {
-		return
-	}
-	select {
-	case t.hintC <- pid:
-	default:
 	}
 }
 
@@ -70,9 +59,11 @@ func (t *Tracker) ScanSoon() <-chan struct{} {
 	}
 }
 
-// probe handles a Probe call: a pid not known is read now; the call waits
-// for the reads that may tell what the snapshot does not know yet.
+// probe handles a Probe call: a pid whose lookup cannot answer is read
+// now; the call waits for the reads that may tell what the snapshot does
+// not know yet.
 func (t *Tracker) probe(w *probeWait) {
+	now := t.clock()
 	for _, pid := range w.pids {
 		if !ValidPID(pid) {
 			continue
@@ -82,7 +73,7 @@ func (t *Tracker) probe(w *probeWait) {
 			p = t.newProc(pid)
 		}
 		t.want(pid, p, causeProbe)
-		if p.lookupOutcome() == OutcomeUnknown && (p.reading != causeNone || p.planned != causeNone) {
+		if t.lookupOutcome(p, now) == OutcomeUnknown && (p.reading != causeNone || p.planned != causeNone) {
 			t.probes.waiting[pid] = append(t.probes.waiting[pid], w)
 			w.left++
 		}
@@ -91,6 +82,9 @@ func (t *Tracker) probe(w *probeWait) {
 		t.probes.ended = append(t.probes.ended, w.done)
 	}
 }
+
+// waitsFor reports whether a probe waits for pid.
+func (ps *probes) waitsFor(pid int) bool { return len(ps.waiting[pid]) > 0 }
 
 // resolve counts pid as read for the probes waiting for it; those it ends
 // are woken with the next snapshot.
@@ -118,18 +112,6 @@ func (ps *probes) cancel() {
 		ps.resolve(pid)
 	}
 	ps.wake()
-}
-
-// hint handles a Hint call.
-func (t *Tracker) hint(pid int) {
-	if !ValidPID(pid) {
-		return
-	}
-	p := t.procs[pid]
-	if p == nil {
-		p = t.newProc(pid)
-	}
-	t.want(pid, p, causeHint)
 }
 
 // scanSoon handles a ScanSoon call.

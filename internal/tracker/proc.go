@@ -20,11 +20,11 @@ type proc struct {
 	pub    *Process
 	found  Outcome
 	kernel bool // a kernel thread: no user memory, never read again
-	// envDone: its environment, fixed at exec, was read: what it said is
-	// pub, unless a context replaced it. A context published clears it:
-	// when the context ends, the environment is read again, in the same
-	// read.
-	envDone bool
+	// env says whether its environment, fixed at exec, was read: what it
+	// said is pub, unless a context replaced it. A context published makes
+	// it unread: when the context ends, the environment is read again, in
+	// the same read.
+	env envState
 
 	// Its reads: the one out, the one planned (decide says which).
 	reading, planned cause
@@ -34,7 +34,8 @@ type proc struct {
 	steps, rechecks uint8
 	plannedAt       int64 // clock; at most now: once the read out returns
 	// lookedAt is the clock of its last maps read, or of the fork or exec
-	// event that told without one that it publishes nothing.
+	// event that told without one, while publication events come, that it
+	// publishes nothing; 0: not looked at since its exec.
 	lookedAt int64
 	// eventReadAt is the clock of the last read a publication event
 	// caused: a process calling prctl in a loop is read once per
@@ -63,10 +64,9 @@ const (
 	// causeRescan: a scan reads the maps of a process without a context
 	// again, for late publishers.
 	causeRescan
-	// causeProbe: telemetry names a pid the snapshot does not know.
+	// causeProbe: telemetry names a pid whose lookup cannot answer yet:
+	// not read, or a read due (readDue).
 	causeProbe
-	// causeHint: telemetry names a process without a context.
-	causeHint
 	// causeEvent: a publication event (publish, memfd, unmap).
 	causeEvent
 	// causeRetry: a publication event's read found nothing yet (a memfd
@@ -112,6 +112,19 @@ var youngDelays = [...]time.Duration{time.Second, 2 * time.Second, 5 * time.Seco
 // youngReads is the length of the young series: steps at it ends it.
 const youngReads = uint8(len(youngDelays))
 
+// envState says whether a process's environment was read.
+type envState uint8
+
+const (
+	envUnread envState = iota
+	// envTried: a read asked for it and did not read it (it was empty:
+	// mid-exec, or none at all; or the read ended before it, at a context
+	// mapping it could not read): the next read asks again, but lookups
+	// do not wait for that.
+	envTried
+	envRead
+)
+
 // stall is the record of a process whose reads did not return in time.
 type stall struct {
 	until   int64 // clock before which it is not read; 0: it answered since
@@ -153,9 +166,10 @@ func (p *proc) awaitsEvent() bool {
 // by its environment).
 func (p *proc) publishes() bool { return p.pub != nil && p.pub.Source == SourceContext }
 
-// lookupOutcome is what a lookup of the pid says while the snapshot has no
-// publication of it.
-func (p *proc) lookupOutcome() Outcome {
+// lookupOutcome is what a lookup of the pid says now while the snapshot
+// has no publication of it: OutcomeUnknown while a read may tell what the
+// lookup should wait for (a publication event's, or a read due).
+func (t *Tracker) lookupOutcome(p *proc, now int64) Outcome {
 	switch {
 	case p.pub != nil:
 		return OutcomeOK // in the snapshot
@@ -163,8 +177,30 @@ func (p *proc) lookupOutcome() Outcome {
 		return OutcomeUnknown
 	case p.kernel:
 		return OutcomeNoContext
+	case p.found == OutcomeNoContext && (t.envDue(p) || t.contextDue(p, now)):
+		return OutcomeUnknown
 	}
 	return p.found
+}
+
+// envDue reports whether p's environment, a source, was not read since
+// its exec: telemetry that names it waits for that read (Probe), a small
+// one.
+func (t *Tracker) envDue(p *proc) bool {
+	return p.env == envUnread && t.cfg.uses(SourceEnvironment)
+}
+
+// contextDue reports whether a read of p's maps may find a context that
+// its last read did not, while no publication events tell of contexts:
+// its maps were not read since its exec, or not for
+// Config.RecheckInterval. Telemetry that names it waits for that read
+// (Probe): its first batch gets the context its SDK published at start-up,
+// and a pid named again and again is read at most once per
+// RecheckInterval. The pid is noted for the snapshot when the interval
+// has passed (noteRecheck).
+func (t *Tracker) contextDue(p *proc, now int64) bool {
+	return t.cfg.uses(SourceContext) && t.events.live&PublicationEvents == 0 &&
+		(p.lookedAt == 0 || now-p.lookedAt >= int64(t.cfg.RecheckInterval))
 }
 
 // decision is what a cause asks of a process now.
@@ -196,20 +232,16 @@ func (t *Tracker) decide(p *proc, c cause, now int64) (decision, int64) {
 		if p.publishes() || now-p.lookedAt < int64(t.rescanDelay(p)) || t.nothingToFind(p) {
 			return skip, 0
 		}
-	case causeHint:
-		if p.publishes() || (p.start != 0 && now-p.lookedAt < int64(t.cfg.RecheckInterval)) {
-			return skip, 0
-		}
 	case causeProbe:
-		if p.found != OutcomeUnknown || p.pub != nil {
-			return skip, 0 // known meanwhile
+		if t.lookupOutcome(p, now) != OutcomeUnknown {
+			return skip, 0 // known meanwhile: nothing a read could tell yet
 		}
 	case causeYoung:
 		if p.publishes() || p.steps >= youngReads || t.nothingToFind(p) {
 			return skip, 0
 		}
 	case causeExec:
-		if p.envDone || p.publishes() || !t.cfg.uses(SourceEnvironment) {
+		if p.env == envRead || p.publishes() || !t.cfg.uses(SourceEnvironment) {
 			return skip, 0
 		}
 	case causeEvent, causeRetry:
@@ -223,7 +255,7 @@ func (t *Tracker) decide(p *proc, c cause, now int64) (decision, int64) {
 // nothingToFind reports whether reading p again cannot tell anything new:
 // its environment is read and contexts are not a source.
 func (t *Tracker) nothingToFind(p *proc) bool {
-	return p.envDone && !t.cfg.uses(SourceContext)
+	return p.env == envRead && !t.cfg.uses(SourceContext)
 }
 
 // want reads p for c now, plans the read, or does nothing, as decide says.
@@ -241,8 +273,10 @@ func (t *Tracker) want(pid int, p *proc, c cause) {
 // known of it.
 func (t *Tracker) request(pid int, p *proc, c cause, now int64) request {
 	r := request{pid: pid, serial: p.serial, cause: c, start: p.start, via: p.via(),
-		env:    !p.envDone && t.cfg.uses(SourceEnvironment),
-		noMaps: c == causeExec || !t.cfg.uses(SourceContext)}
+		env: p.env != envRead && t.cfg.uses(SourceEnvironment),
+		// A probe of a process whose maps are not due reads only what is.
+		noMaps: c == causeExec || !t.cfg.uses(SourceContext) ||
+			c == causeProbe && p.found == OutcomeNoContext && !t.contextDue(p, now)}
 	switch {
 	case p.start == 0 || c == causeListing:
 		r.op = opDiscover

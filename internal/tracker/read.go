@@ -42,7 +42,7 @@ type request struct {
 	via    reader.Via
 	why    bool // opDescribe: explain a permission denial too
 	// env: read the environment when no context is found (once per
-	// incarnation: proc.envDone); noMaps: look for no context (an exec's
+	// incarnation: proc.env); noMaps: look for no context (an exec's
 	// environment read, or contexts not a source).
 	env, noMaps bool
 
@@ -60,9 +60,8 @@ type result struct {
 	kernel    bool             // opDiscover: a kernel thread
 	identity  *procfs.Identity // with a new context
 	source    Source           // of ctx
-	// envRead: the environment was read; envErr is what was wrong with
-	// it (a variable too long or not decoding, discarded as an SDK
-	// would), never its text.
+	// envRead: the environment was read; envErr is what was wrong with it (a variable too long or not
+	// decoding, discarded as an SDK would), never its text.
 	envRead  bool
 	envErr   error
 	exe, why string // opDescribe

@@ -134,9 +134,11 @@ func listingCause(p *proc, ino uint64, full bool) cause {
 		return causeNone
 	case p.ino != ino || ino == 0 || p.start == 0:
 		return causeListing
-	case p.pub != nil && full:
+	case p.publishes() && full:
 		return causeRefresh
-	case p.pub == nil:
+	case !p.publishes():
+		// Without a context (named by its environment or not): looked at
+		// again on the rescan schedule, for late publishers.
 		return causeRescan
 	}
 	return causeNone

@@ -24,8 +24,8 @@ type Snapshot struct {
 // Lookup returns the publication of pid, or nil and what is known of pid:
 // OutcomeNoContext (known to publish nothing), another failure outcome, or
 // OutcomeUnknown (not seen yet, or a read that may find a publication is
-// under way: Tracker.Probe waits for it). It takes no lock and does not
-// allocate.
+// under way or due: Tracker.Probe reads it and waits for it). It takes no
+// lock and does not allocate.
 func (s *Snapshot) Lookup(pid int) (*Process, Outcome) {
 	if p := s.byPID.get(pid); p != nil {
 		return p, OutcomeOK

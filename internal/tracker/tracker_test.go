@@ -403,26 +403,45 @@ func TestReadySnapshotHasTheFirstScan(t *testing.T) {
 	}
 }
 
-func TestHint(t *testing.T) {
+// A process read without a context is known for RecheckInterval: a probe
+// of it reads nothing. Then its lookup says a read is due, and a probe
+// reads it and waits for that read: telemetry naming a late publisher
+// waits for its context, and a pid named again and again is read once per
+// RecheckInterval.
+func TestProbeRechecksWhenDue(t *testing.T) {
 	cfg := testConfig()
 	cfg.RecheckInterval = 5 * time.Second
 	host := trackertest.NewHost()
 	host.Add(60)
 	h := newHarness(t, cfg, host)
 	host.Publish(60, "late")
+	_, o := h.lookup(60)
+	require.Equal(t, tracker.OutcomeNoContext, o, "read at discovery")
 
-	// Checked at discovery just now: a hint does nothing yet.
-	h.tr.Hint(60)
-	h.rescan() // the hint is handled before the scan starts
-	assert.Empty(t, h.take())
+	host.ResetCounts()
+	probeDone(t, h.tr.Probe([]int{60}))
+	assert.Zero(t, host.Count(trackertest.MethodMaps), "checked just now: not read")
 
 	h.clock.Advance(cfg.RecheckInterval)
-	h.tr.Hint(60)
-	require.Eventually(t, func() bool {
-		p, _ := h.tr.Snapshot().Lookup(60)
-		return p != nil
-	}, 10*time.Second, time.Millisecond)
+	h.rescan() // the loop notes for the snapshot that the read fell due
+	_, o = h.lookup(60)
+	require.Equal(t, tracker.OutcomeUnknown, o, "a read is due")
+	probeDone(t, h.tr.Probe([]int{60}))
+	svc, o := h.lookup(60)
+	assert.Equal(t, tracker.OutcomeOK, o, "the probe waited for the read")
+	assert.Equal(t, "late", svc)
 	assert.Equal(t, []string{"published 60 late"}, h.take())
+}
+
+// probeDone waits for a probe that must end.
+func probeDone(t *testing.T, done <-chan struct{}) {
+	t.Helper()
+	require.NotNil(t, done)
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("probe did not finish")
+	}
 }
 
 func TestContainerIndex(t *testing.T) {
@@ -836,7 +855,7 @@ func TestKernelThreadsNotRead(t *testing.T) {
 	assert.Equal(t, tracker.OutcomeNoContext, o)
 	h.clock.Advance(time.Hour)
 	h.rescan()
-	h.tr.Hint(2)
+	probeDone(t, h.tr.Probe([]int{2}))
 	h.rescan()
 	assert.Zero(t, host.Count(trackertest.MethodMaps))
 }

@@ -101,6 +101,10 @@ func TestStalledReadDoesNotHoldTheBatch(t *testing.T) {
 	assert.Equal(t, int64(1), counter(t, h, "otelcol_processor_process_context_enriched")["logs/context"])
 }
 
+// A process read without a context is read again when telemetry names it
+// recheck_interval later, and that batch waits for the read: the late
+// publisher's telemetry is enriched from then on. Meanwhile, it is counted
+// as what it was (no_context), and nothing is read.
 func TestLatePublisherFoundAfterRecheckInterval(t *testing.T) {
 	host := trackertest.NewHost()
 	tc := fakeTrackerConfig()
@@ -108,13 +112,41 @@ func TestLatePublisherFoundAfterRecheckInterval(t *testing.T) {
 	host.Add(40)
 	assert.Equal(t, []string{""}, serviceNames(h.consumeLogs(resourceLogs(40))))
 	host.Publish(40, "late")
+	host.ResetCounts()
 	assert.Equal(t, []string{""}, serviceNames(h.consumeLogs(resourceLogs(40))), "within the extension's recheck_interval")
+	assert.Zero(t, host.Count(trackertest.MethodMaps))
+	assert.Equal(t, int64(2), counter(t, h, "otelcol_processor_process_context_no_context")["logs"])
 
 	h.clock.Advance(tc.RecheckInterval)
-	h.consumeLogs(resourceLogs(40)) // hints the tracker
-	require.Eventually(t, func() bool {
-		return serviceNames(h.consumeLogs(resourceLogs(40)))[0] == "late"
-	}, 10*time.Second, time.Millisecond)
+	h.rescan() // the tracker notes that the re-read fell due
+	assert.Equal(t, []string{"late"}, serviceNames(h.consumeLogs(resourceLogs(40))), "the batch waited for the re-read")
+	assert.Equal(t, 1, host.Count(trackertest.MethodMaps))
+}
+
+// The first batch of a process that exec'd while no publication events
+// come is enriched: the tracker had not looked at it since its exec (its
+// first young read is a second later), and the batch waits for the read
+// it needs.
+func TestFirstBatchAfterExecWithoutPublicationEvents(t *testing.T) {
+	host := trackertest.NewHost()
+	src := trackertest.NewSource(tracker.ProcessEvents)
+	clock := trackertest.NewClock()
+	tr, err := tracker.New(host, fakeTrackerConfig(), zap.NewNop(), tracker.WithClock(clock.Now), tracker.WithEventSources(src))
+	require.NoError(t, err)
+	h := newHarnessOn(t, testConfig(), tr)
+	t.Cleanup(host.Unblock)
+	h.host, h.clock = host, clock
+	h.rescan()
+
+	host.Add(41)
+	host.Add(42)
+	for _, pid := range []int{41, 42} {
+		src.Send(tracker.Event{Kind: tracker.EventExec, PID: pid})
+	}
+	h.rescan() // the exec events are handled
+	host.Publish(41, "started")
+	host.SetEnv(42, "env-named", "")
+	assert.Equal(t, []string{"started", "env-named"}, serviceNames(h.consumeLogs(resourceLogs(41, 42))))
 }
 
 func TestGracePeriodAfterExitAndUnpublish(t *testing.T) {
