@@ -7,6 +7,7 @@ import (
 	"go.opentelemetry.io/collector/extension"
 
 	"github.com/processctx/otelcol-processctx/extension/processctxextension/internal/metadata"
+	"github.com/processctx/otelcol-processctx/internal/tracker"
 )
 
 // NewFactory returns the factory of the process_context extension.
@@ -15,5 +16,5 @@ func NewFactory() extension.Factory {
 }
 
 func create(_ context.Context, set extension.Settings, cfg component.Config) (extension.Extension, error) {
-	return &processContextExtension{cfg: cfg.(*Config), settings: set}, nil
+	return &processContextExtension{cfg: cfg.(*Config), settings: set, open: tracker.Open}, nil
 }

@@ -70,9 +70,11 @@ func (t *Tracker) setListed(err error) {
 	}
 }
 
-// setScanned records whether the scan that finished met processes denied
-// for lack of the collector's own privileges.
+// setScanned records, after a scan that listed the host, whether it met
+// processes denied for lack of the collector's own privileges, and makes
+// its count of denied processes the current one (DeniedProcesses).
 func (t *Tracker) setScanned(denied int) {
+	t.reports.listed()
 	var err error
 	if denied > 0 {
 		// The collector's privileges do not change while it runs (Yama

@@ -24,6 +24,10 @@ import (
 // processes, which may be what the user wants (and polls: the kernel's
 // events name the host's pids). With DiscoveryEvents it fails when an
 // event source cannot be opened.
+//
+// The tracker holds its event sources (a netlink socket, eBPF programs)
+// from then on: the caller calls Stop, whether it started the tracker or
+// not, to release them.
 func Open(cfg Config, logger *zap.Logger, opts ...Option) (*Tracker, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("tracker: %w", err)

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -22,6 +23,14 @@ const maxReported = 5
 // refuses even root) is no warning: it is said once, at info, and the
 // tracker leaves that process out of the counts it reports from then on
 // (proc.deniedForGood).
+//
+// The warning and DeniedProcesses count the same processes: those the
+// last listing of the host found it cannot read for lack of permission
+// (and without a context read before), less those it knows no setting
+// would let it read, whether it knew it at the listing (deniedForGood) or
+// learnt it from this warning's descriptions. Reads denied (the reads
+// metric's outcome permission_denied) are another count: a denied process
+// is read again on the rescan schedule, not at every scan.
 type reports struct {
 	log *zap.Logger
 
@@ -29,6 +38,11 @@ type reports struct {
 	deniedPids, stalledPids []int
 	deniedN, stalledN       int
 	lastDenied, lastStall   time.Time
+
+	// deniedNow is the processes denied, as the warning counts them: set
+	// by each listing (listed), less the unchangeable denials its
+	// descriptions find. Read by other goroutines.
+	deniedNow atomic.Int64
 
 	// The warnings waiting for their descriptions.
 	pending *pendingReport
@@ -59,6 +73,17 @@ func (r *reports) denied(pid int) {
 	r.deniedN++
 	r.deniedPids = keepLowest(r.deniedPids, pid)
 }
+
+// listed makes the denials the listing that just finished counted the
+// current ones. Scans that do not list the host count none and leave them.
+func (r *reports) listed() { r.deniedNow.Store(int64(r.deniedN)) }
+
+// DeniedProcesses returns how many processes the tracker cannot read for
+// lack of permission, as its permission warning counts them: those the
+// last listing of the host found denied, less those no privilege or
+// setting would let it read (said once, at info, and left out from then
+// on).
+func (t *Tracker) DeniedProcesses() int { return int(t.reports.deniedNow.Load()) }
 
 // quarantined counts a process quarantined after a stalled read.
 func (r *reports) quarantined(pid int) {
@@ -159,6 +184,10 @@ func (r *reports) reportDenied(p *pendingReport) []int {
 		}
 	}
 	if len(unchangeable) > 0 {
+		// Left out of the count from now on, like those the listing knew.
+		if r.deniedNow.Add(-int64(len(unchangeable))) < 0 {
+			r.deniedNow.Store(0) // some exited since: the next listing counts again
+		}
 		fields := []zap.Field{zap.Int("processes", len(unchangeable)), zap.String("pids", describeList(unchangeable))}
 		r.log.Info("Cannot read the process context of some processes: permission denied, and no setting changes it (said once per process)",
 			append(fields, unchangeable.reasons()...)...)
@@ -169,7 +198,8 @@ func (r *reports) reportDenied(p *pendingReport) []int {
 	}
 	fields := []zap.Field{
 		// Those not described are counted with the fixable ones: the
-		// reader's privileges, not the process, decide most denials.
+		// reader's privileges, not the process, decide most denials. The
+		// count is DeniedProcesses's after this report.
 		zap.Int("processes", p.deniedN-len(unchangeable)),
 		zap.String("pids", describeList(fixable)),
 		zap.Stringer("next_warning_in", p.interval),

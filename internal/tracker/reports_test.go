@@ -198,3 +198,63 @@ func TestRealUnchangeableDenialIsNoWarning(t *testing.T) {
 		})
 	}
 }
+
+// The permission warning and DeniedProcesses (the extension's
+// denied_processes metric) count the same processes: those the last
+// listing found denied, less those no setting would let it read (here pid
+// 1, found so by the first warning's descriptions). Scans that do not list
+// the host (kernel events) leave the count as it was. (The reads metric's
+// permission_denied counts reads, as many as the rescan schedule makes:
+// another thing.)
+func TestDeniedCountIsTheWarnings(t *testing.T) {
+	for _, events := range []bool{false, true} {
+		t.Run(fmt.Sprintf("events=%v", events), func(t *testing.T) {
+			host := trackertest.NewHost()
+			host.Add(100) // readable
+			deny := func(pid int, why string) {
+				p := host.Add(pid)
+				p.Errs[trackertest.MethodMaps] = fmt.Errorf("open maps of pid %d: %w", pid, procfs.ErrPermissionDenied)
+				p.Why = why
+			}
+			deny(1, unchangeableWhy)
+			const fixable = 23
+			for pid := 200; pid < 200+fixable; pid++ {
+				deny(pid, fixableWhy)
+			}
+			var opts []tracker.Option
+			if events {
+				opts = append(opts, tracker.WithEventSources(trackertest.NewSource(tracker.ProcessEvents|tracker.PublicationEvents)))
+			}
+			cfg := testConfig()
+			h := newHarness(t, cfg, host, opts...)
+			scan := func() {
+				h.rescan()
+				require.NoError(t, h.tr.Idle(context.Background())) // its report is out
+			}
+			warned := func() []int {
+				var n []int
+				for _, e := range h.logs.FilterLevelExact(zap.WarnLevel).FilterMessageSnippet("permission denied").All() {
+					n = append(n, int(e.ContextMap()["processes"].(int64)))
+				}
+				return n
+			}
+
+			scan() // lists the host, warns
+			require.Equal(t, []int{fixable}, warned())
+			assert.Equal(t, fixable, h.tr.DeniedProcesses())
+			for range 3 { // scans within the warning interval: no warning, the same count
+				h.clock.Advance(cfg.RescanInterval)
+				scan()
+				assert.Equal(t, fixable, h.tr.DeniedProcesses())
+			}
+			require.Len(t, warned(), 1)
+
+			host.Remove(200)
+			h.clock.Advance(cfg.WarningInterval)
+			scan() // does not list the host with events
+			scan() // lists it
+			assert.Equal(t, []int{fixable, fixable - 1}, warned())
+			assert.Equal(t, fixable-1, h.tr.DeniedProcesses())
+		})
+	}
+}

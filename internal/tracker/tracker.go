@@ -50,6 +50,7 @@ type Tracker struct {
 	freeJobs     []*job     // done jobs for reuse
 	jobsOut      int        // jobs handed to the pool, not back yet
 	plans        planQueue
+	rechecks     recheckQueue
 	probes       probes
 	reports      reports
 	discovery    discoveryState
@@ -61,10 +62,14 @@ type Tracker struct {
 	health health // set by the loop, read by components
 
 	events eventState
+	// sourcesOnce closes the event sources once: Stop releases them,
+	// started or not.
+	sourcesOnce sync.Once
+	// onScan are the WithScanStats functions.
+	onScan []func(ScanStats)
 
 	ready    chan struct{} // closed when the first scan finished
 	probeC   chan *probeWait
-	hintC    chan int
 	scanC    chan chan struct{} // ScanSoon
 	control  chan func()
 	stop     chan struct{}
@@ -87,7 +92,16 @@ func WithClock(now func() time.Time) Option {
 	return func(t *Tracker) { t.now = now }
 }
 
-// New returns a tracker that reads host. Start starts it.
+// WithScanStats makes the tracker call fn with the summary of every scan,
+// the first included, on its loop: fn must be quick and must not block.
+// Unlike a subscriber (Subscribe, which a started tracker takes), it misses
+// no scan.
+func WithScanStats(fn func(ScanStats)) Option {
+	return func(t *Tracker) { t.onScan = append(t.onScan, fn) }
+}
+
+// New returns a tracker that reads host. Start starts it; Stop releases
+// its event sources, started or not.
 func New(host Host, cfg Config, logger *zap.Logger, opts ...Option) (*Tracker, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("tracker: %w", err)
@@ -102,7 +116,6 @@ func New(host Host, cfg Config, logger *zap.Logger, opts ...Option) (*Tracker, e
 		pubs:    map[int]*Process{},
 		probes:  probes{waiting: map[int][]*probeWait{}},
 		probeC:  make(chan *probeWait, 64),
-		hintC:   make(chan int, 256),
 		scanC:   make(chan chan struct{}, 1),
 		control: make(chan func()),
 		stop:    make(chan struct{}),
@@ -150,11 +163,19 @@ func (t *Tracker) Start() {
 	go t.run()
 }
 
-// Stop stops the tracker. It returns once the loop has stopped, or with
-// ctx's error; readers blocked in a read are left behind and exit when the
-// read returns.
+// Stop stops the tracker and closes its event sources. It returns once the
+// loop has stopped, or with ctx's error; readers blocked in a read are left
+// behind and exit when the read returns. A tracker never started is
+// stopped too: Stop closes the event sources it was given (Open's netlink
+// socket and eBPF programs), and Start does nothing after it. Stop is the
+// one way to release them: whoever gets a tracker from Open or New calls
+// Stop, whether Start was called or not.
 func (t *Tracker) Stop(ctx context.Context) error {
-	if !t.started.Load() {
+	if t.started.CompareAndSwap(false, true) {
+		// Never started: no loop, reader or source runs.
+		t.stopOnce.Do(func() { close(t.stop) })
+		close(t.done)
+		t.releaseSources()
 		return nil
 	}
 	t.stopOnce.Do(func() { close(t.stop) })
@@ -164,7 +185,7 @@ func (t *Tracker) Stop(ctx context.Context) error {
 		return ctx.Err()
 	}
 	closed := make(chan struct{})
-	go func() { t.closeSources(); close(closed) }()
+	go func() { t.releaseSources(); close(closed) }()
 	select {
 	case <-closed:
 	case <-ctx.Done():
@@ -176,6 +197,10 @@ func (t *Tracker) Stop(ctx context.Context) error {
 	t.pool.wait(quick.Done())
 	return nil
 }
+
+// releaseSources closes the event sources, once, and waits for their Run
+// to return.
+func (t *Tracker) releaseSources() { t.sourcesOnce.Do(t.closeSources) }
 
 // Ready is closed once the first scan of the host has finished.
 func (t *Tracker) Ready() <-chan struct{} { return t.ready }
@@ -301,13 +326,19 @@ func (t *Tracker) clock() int64 { return int64(t.now().Sub(t.epoch)) + 1 }
 func (t *Tracker) touch(pid int) { t.touched = append(t.touched, pid) }
 
 // flush publishes a new snapshot when something changed, wakes the probes
-// it ends, and hands the changes and the last scan's summary to the
-// subscribers.
+// it ends, and hands the last scan's summary to the WithScanStats
+// functions and it and the changes to the subscribers.
 func (t *Tracker) flush() {
+	t.markRechecks()
 	if t.changed || len(t.touched) > 0 {
 		t.publishSnapshot()
 	}
 	t.probes.wake()
+	if s := t.pendingStats; s != nil {
+		for _, fn := range t.onScan {
+			fn(*s)
+		}
+	}
 	t.tell()
 }
 
@@ -330,10 +361,11 @@ func (t *Tracker) publishSnapshot() {
 		}
 	}
 	w := outcomeWriter{next: cur.outcomes}
+	now := t.clock()
 	for _, pid := range t.touched {
 		o := OutcomeGone
 		if p := t.procs[pid]; p != nil {
-			o = p.lookupOutcome()
+			o = t.lookupOutcome(p, now)
 		}
 		w.set(pid, o)
 	}

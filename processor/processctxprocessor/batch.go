@@ -65,9 +65,14 @@ func (p *instance) newBatch() *batch {
 }
 
 // lookup returns the enrichment of pid's publication, or nil and what the
-// snapshot knows of pid. A pid not known yet is noted to be probed, unless
-// the batch is final.
+// snapshot knows of pid. A pid the snapshot cannot answer for yet (not
+// read, or a read due that may find its identity: a process that exec'd
+// and was not read since, one whose maps were last read recheck_interval
+// ago) is noted to be probed, unless the batch is final.
 func (b *batch) lookup(pid int) (*enrichment, tracker.Outcome) {
+	if pid == invalidPID {
+		return nil, outcomeInvalidPID
+	}
 	proc, o := b.snap.Lookup(pid)
 	if proc != nil {
 		if e, ok := b.tv.view.Of(proc).(*enrichment); ok {
@@ -76,13 +81,8 @@ func (b *batch) lookup(pid int) (*enrichment, tracker.Outcome) {
 		// Published before the view was added: the next snapshot has it.
 		o = tracker.OutcomeUnknown
 	}
-	switch {
-	case o == tracker.OutcomeUnknown && !b.final:
+	if o == tracker.OutcomeUnknown && !b.final {
 		b.unknown = append(b.unknown, pid)
-	case o == tracker.OutcomeNoContext:
-		// Telemetry names it: the tracker reads it again if due, for
-		// processes that publish late.
-		b.tv.tracker.Hint(pid)
 	}
 	return nil, o
 }
@@ -121,6 +121,9 @@ func (b *batch) resolve(cid string, pid int) (*enrichment, tracker.Outcome, int)
 // process in that container (as host agents report it), else the pid of a
 // process inside the container's pid namespace.
 func (b *batch) resolveInContainer(cid string, pid int) (*enrichment, tracker.Outcome, int) {
+	if pid == invalidPID {
+		return nil, outcomeInvalidPID, pid
+	}
 	if proc, _ := b.snap.Lookup(pid); proc != nil && proc.Identity.ContainerID == cid {
 		e, o := b.lookup(pid)
 		return e, o, pid

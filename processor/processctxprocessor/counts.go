@@ -5,8 +5,8 @@ import (
 )
 
 // Items are counted by what became of them: the tracker.Outcome of their
-// pid's lookup, or one of the processor's own two results, which follow
-// the outcomes.
+// pid's lookup, or one of the processor's own results, which follow the
+// outcomes.
 const (
 	// identityMismatch: the pid names a host process whose published
 	// service identity contradicts the telemetry's: most likely the pid is
@@ -14,8 +14,15 @@ const (
 	identityMismatch = int(tracker.NumOutcomes) + iota
 	// timedOut: the pid was not read within lookup_timeout.
 	timedOut
+	// invalidPIDCount: a pid_attributes key holds something that is no pid
+	// (invalidPID).
+	invalidPIDCount
 	numCounts
 )
+
+// outcomeInvalidPID is what the lookup of invalidPID answers, without
+// looking: batch.count counts it under invalidPIDCount.
+const outcomeInvalidPID = tracker.Outcome(invalidPIDCount)
 
 // numSources is the number of tracker.Source values: the enriched items
 // are counted by the source of their process's identity.
@@ -49,6 +56,8 @@ func countName(i int) string {
 		return "identity_mismatch"
 	case timedOut:
 		return "timeout"
+	case invalidPIDCount:
+		return "invalid_pid"
 	}
 	return tracker.Outcome(i).String()
 }

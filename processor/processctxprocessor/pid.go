@@ -7,6 +7,14 @@ import (
 	"github.com/processctx/otelcol-processctx/internal/tracker"
 )
 
+// invalidPID is what factsOf, pidOf and pidOfSample return when no
+// pid_attributes key holds a valid pid but one is there with something
+// else ("abc", 0, -5, a double...): the lookup of that "pid" answers
+// outcomeInvalidPID at once, so that its items pass through counted
+// (kind invalid_pid) and a wrong pid_attributes shows. A valid pid under
+// any key wins over it.
+const invalidPID = -1
+
 // pidFromValue reads a pid from an int attribute or a string of decimal
 // digits. Anything else (out of tracker.ValidPID's range, other
 // characters, other types) is not a pid.
@@ -58,30 +66,37 @@ func (r pidRanking) rankOf(key string) int {
 	return -1
 }
 
-// pidPick is the best pid offered so far, and its key's rank. The zero
-// value has none.
+// pidPick is the best pid offered so far, and its key's rank; invalidPID
+// when only values that are no pid were offered. The zero value has none.
 type pidPick struct{ pid, rank int32 }
 
 // offer keeps the pid v holds when its key's rank (>= 0) is better than
-// the pick's; a value that is no pid is ignored.
+// the pick's; a value that is no pid makes the pick invalidPID when it has
+// no pid.
 func (p *pidPick) offer(rank int, v pcommon.Value) {
-	if p.pid != 0 && int32(rank) >= p.rank {
+	if p.pid > 0 && int32(rank) >= p.rank {
 		return
 	}
 	if pid, ok := pidFromValue(v); ok {
 		p.pid, p.rank = int32(pid), int32(rank)
+	} else if p.pid == 0 {
+		p.pid = invalidPID
 	}
 }
 
-// keep keeps other when it has a pid under a better key.
+// keep keeps other when it has a pid under a better key, or is invalidPID
+// where p has nothing.
 func (p *pidPick) keep(other pidPick) {
-	if other.pid != 0 && (p.pid == 0 || other.rank < p.rank) {
+	switch {
+	case other.pid > 0 && (p.pid <= 0 || other.rank < p.rank):
+		*p = other
+	case other.pid == invalidPID && p.pid == 0:
 		*p = other
 	}
 }
 
 // resourceFacts is what one pass over a resource's attributes finds: the
-// pid (0: none) and the container.id.
+// pid (0: none; invalidPID) and the container.id.
 type resourceFacts struct {
 	pid         int
 	containerID string
@@ -102,13 +117,14 @@ func (r pidRanking) factsOf(attrs pcommon.Map) resourceFacts {
 	return f
 }
 
-// pidOf returns the pid of a log record's attributes, 0 for none.
+// pidOf returns the pid of a log record's attributes, 0 for none,
+// invalidPID for one that is no pid.
 func (r pidRanking) pidOf(attrs pcommon.Map) int { return r.factsOf(attrs).pid }
 
 // samplePIDTable returns what each attribute of the dictionary's table
 // offers, by index: samples hold indices into that table, so one pass over
 // it replaces a key comparison per sample attribute. It returns nil when no
-// attribute holds a pid.
+// attribute is under a pid key.
 func (r pidRanking) samplePIDTable(dict pprofile.ProfilesDictionary) []pidPick {
 	strs := dict.StringTable()
 	attrs := dict.AttributeTable()
@@ -135,7 +151,8 @@ func (r pidRanking) samplePIDTable(dict pprofile.ProfilesDictionary) []pidPick {
 	return table
 }
 
-// pidOfSample returns the pid of a sample's attributes, 0 for none.
+// pidOfSample returns the pid of a sample's attributes, 0 for none,
+// invalidPID for one that is no pid.
 func pidOfSample(s pprofile.Sample, table []pidPick) int {
 	var pick pidPick
 	idx := s.AttributeIndices()

@@ -96,9 +96,14 @@ func FuzzPidAttribute(f *testing.F) {
 		if ok {
 			checkReadsBack(t, pid)
 		}
-		checkRecordPid(t, v, pid)
-		checkResourcePid(t, v, pid)
-		checkSamplePid(t, v, pid)
+		// Under a pid key, a value that is no pid is an invalid one.
+		found := pid
+		if !ok {
+			found = invalidPID
+		}
+		checkRecordPid(t, v, found)
+		checkResourcePid(t, v, found)
+		checkSamplePid(t, v, found)
 	})
 }
 
@@ -118,7 +123,8 @@ func checkReadsBack(t *testing.T, pid int) {
 }
 
 // checkRecordPid: in a record's attributes, the value under the second key
-// counts when the first holds no pid, and never over a valid first one.
+// counts when the first holds no pid, and never over a valid first one
+// (pid is invalidPID for a value that is no pid).
 func checkRecordPid(t *testing.T, v pcommon.Value, pid int) {
 	t.Helper()
 	multi := pidRanking{hostPidKey, "pid"}

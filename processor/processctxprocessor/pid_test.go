@@ -53,7 +53,7 @@ func TestPidFromValue(t *testing.T) {
 }
 
 // The pid under the best key wins, wherever it is in the attributes; an
-// invalid value counts as no pid.
+// invalid value under a key is invalidPID, unless some key holds a pid.
 func TestPidRanking(t *testing.T) {
 	ranking := pidRanking{"process.pid", "pid"}
 	for _, tt := range []struct {
@@ -66,7 +66,10 @@ func TestPidRanking(t *testing.T) {
 		{"first key wins", map[string]any{"pid": 2, "process.pid": 1}, 1, ""},
 		{"first key wins, listed last", map[string]any{"process.pid": "1", "pid": 2}, 1, ""},
 		{"an invalid first key falls back to the next", map[string]any{"process.pid": "garbage", "pid": 2}, 2, ""},
-		{"no valid pid", map[string]any{"process.pid": "garbage", "other": 3}, 0, ""},
+		{"no valid pid", map[string]any{"process.pid": "garbage", "other": 3}, invalidPID, ""},
+		{"an invalid second key does not win over a valid first", map[string]any{"process.pid": 4, "pid": "x"}, 4, ""},
+		{"no valid pid under either key", map[string]any{"process.pid": 0, "pid": " 7"}, invalidPID, ""},
+		{"no pid key", map[string]any{"other": 3}, 0, ""},
 		{"container.id", map[string]any{"container.id": "c0ffee", "pid": int64(7)}, 7, "c0ffee"},
 		{"container.id not a string", map[string]any{"container.id": 12}, 0, ""},
 	} {
@@ -100,6 +103,29 @@ func TestSamplePIDTableRank(t *testing.T) {
 
 	empty := newProfileBuilder()
 	assert.Empty(t, ranking.samplePIDTable(empty.pd.Dictionary()), "no pid attribute: no table")
+}
+
+// A sample whose pid attribute is no pid is invalidPID, unless another of
+// its attributes holds a pid, under any key.
+func TestSamplePIDTableInvalid(t *testing.T) {
+	ranking := pidRanking{"process.pid", "pid"}
+	pb := newProfileBuilder()
+	d := pb.pd.Dictionary()
+	alt := d.AttributeTable().AppendEmpty()
+	alt.SetKeyStrindex(pb.str("pid"))
+	alt.Value().SetStr("77")
+	altIdx := int32(d.AttributeTable().Len() - 1)
+	p := pb.profile(pb.pd.ResourceProfiles().AppendEmpty().ScopeProfiles().AppendEmpty(), 1)
+	pb.sample(p, 0, "abc")
+	pb.sample(p, 1, "abc")
+	p.Samples().At(1).AttributeIndices().Append(altIdx)
+	pb.sample(p, 2, nil)
+
+	table := ranking.samplePIDTable(d)
+	require.NotNil(t, table, "a pid key with no pid makes a table")
+	assert.Equal(t, invalidPID, pidOfSample(p.Samples().At(0), table))
+	assert.Equal(t, 77, pidOfSample(p.Samples().At(1), table), "a valid pid under the second key wins")
+	assert.Equal(t, 0, pidOfSample(p.Samples().At(2), table))
 }
 
 func TestPIDIndex(t *testing.T) {

@@ -127,7 +127,10 @@ func TestCountNames(t *testing.T) {
 	}
 	assert.Equal(t, "identity_mismatch", countName(identityMismatch))
 	assert.Equal(t, "timeout", countName(timedOut))
+	assert.Equal(t, "invalid_pid", countName(invalidPIDCount))
 	assert.True(t, isErrorCount(identityMismatch))
 	assert.True(t, isErrorCount(timedOut))
+	assert.True(t, isErrorCount(invalidPIDCount))
+	assert.Equal(t, invalidPIDCount, int(outcomeInvalidPID))
 	assert.False(t, isErrorCount(numCounts))
 }

@@ -15,7 +15,6 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/processctx/otelcol-processctx/internal/sharedtracker"
-	"github.com/processctx/otelcol-processctx/internal/tracker"
 	"github.com/processctx/otelcol-processctx/internal/trackerstatus"
 	"github.com/processctx/otelcol-processctx/receiver/processctxreceiver/internal/metadata"
 )
@@ -27,9 +26,8 @@ type processContextReceiver struct {
 	settings  receiver.Settings
 	next      consumer.Logs
 	telemetry *metadata.TelemetryBuilder
-	// outcomes are the attribute sets of the reads metric, parallel to
-	// tracker.Outcomes.
-	outcomes    []metric.AddOption
+	// The tracker's scans are the extension's telemetry: the receiver's
+	// is its entity events.
 	dropReasons [numDropReasons]metric.AddOption
 	obsrecv     *receiverhelper.ObsReport
 	now         func() time.Time
@@ -64,9 +62,6 @@ func newReceiver(set receiver.Settings, cfg *Config, next consumer.Logs) (*proce
 		book:     newBook(cfg),
 		events:   newEventWriter(cfg.EntityEventFormat, cfg.ReportInterval),
 		delivery: newDeliveryState(cfg.RetryOnFailure),
-	}
-	for _, o := range tracker.Outcomes {
-		r.outcomes = append(r.outcomes, metric.WithAttributeSet(attribute.NewSet(attribute.String("outcome", o.String()))))
 	}
 	for d := range numDropReasons {
 		r.dropReasons[d] = metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", d.String())))
@@ -103,9 +98,6 @@ func (r *processContextReceiver) run(ctx context.Context) {
 			return
 		case <-r.book.wake:
 			if scans := r.book.takeScans(); len(scans) > 0 {
-				for _, s := range scans {
-					r.record(ctx, s)
-				}
 				r.book.restate(r.now())
 			}
 			if r.delivery.waiting() {
@@ -116,19 +108,6 @@ func (r *processContextReceiver) run(ctx context.Context) {
 			r.delivery.fired()
 		}
 		r.deliver(ctx)
-	}
-}
-
-func (r *processContextReceiver) record(ctx context.Context, s tracker.ScanStats) {
-	tb := r.telemetry
-	tb.ReceiverProcessContextScannedProcesses.Add(ctx, int64(s.Processes))
-	tb.ReceiverProcessContextContexts.Record(ctx, int64(s.Publishers))
-	tb.ReceiverProcessContextScanDuration.Record(ctx, s.Duration.Seconds())
-	tb.ReceiverProcessContextTrackedProcesses.Record(ctx, int64(s.Tracked))
-	for i, o := range tracker.Outcomes {
-		if n := s.Reads[o]; n > 0 {
-			tb.ReceiverProcessContextReads.Add(ctx, n, r.outcomes[i])
-		}
 	}
 }
 

@@ -15,10 +15,10 @@ import (
 
 // trackedMetric is the tracker's size (live processes plus retained ended
 // publications), recorded after each scan.
-const trackedMetric = "otelcol_receiver_process_context_tracked_processes"
+const trackedMetric = "otelcol_extension_process_context_tracked_processes"
 
 // contextsMetric is the number of processes publishing a context.
-const contextsMetric = "otelcol_receiver_process_context_contexts"
+const contextsMetric = "otelcol_extension_process_context_contexts"
 
 // churnConfig: the extension's tracker with event-driven discovery (the
 // default), the receiver's entity events to server, internal metrics on
@@ -252,12 +252,12 @@ func TestSoakChurn(t *testing.T) {
 	rssMinute := rss.at(min(time.Minute, churned/4))
 	rss.halt()
 	var telemetry []string
-	for _, name := range []string{"otelcol_receiver_process_context_entity_events_dropped", "otelcol_receiver_process_context_entity_events_pending", "otelcol_receiver_process_context_reads"} {
+	for _, name := range []string{"otelcol_receiver_process_context_entity_events_dropped", "otelcol_receiver_process_context_entity_events_pending", "otelcol_extension_process_context_reads"} {
 		series, err := scrapeSeries(prom, name)
 		if err != nil {
 			t.Log(err)
 		}
-		telemetry = append(telemetry, fmt.Sprintf("%s: %s", strings.TrimPrefix(name, "otelcol_receiver_process_context_"), seriesString(series)))
+		telemetry = append(telemetry, fmt.Sprintf("%s: %s", strings.TrimPrefix(strings.TrimPrefix(name, "otelcol_receiver_process_context_"), "otelcol_extension_process_context_"), seriesString(series)))
 	}
 	stopCollectorCleanly(t, col, "churn")
 	var dropped []string

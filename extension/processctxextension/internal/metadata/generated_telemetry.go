@@ -25,11 +25,17 @@ func Tracer(settings component.TelemetrySettings) trace.Tracer {
 // TelemetryBuilder provides an interface for components to report telemetry
 // as defined in metadata and user config.
 type TelemetryBuilder struct {
-	meter                                 metric.Meter
-	mu                                    sync.Mutex
-	registrations                         []metric.Registration
-	ExtensionProcessContextEventDrops     metric.Int64ObservableCounter
-	ExtensionProcessContextEventsReceived metric.Int64ObservableCounter
+	meter                                   metric.Meter
+	mu                                      sync.Mutex
+	registrations                           []metric.Registration
+	ExtensionProcessContextContexts         metric.Int64Gauge
+	ExtensionProcessContextDeniedProcesses  metric.Int64ObservableGauge
+	ExtensionProcessContextEventDrops       metric.Int64ObservableCounter
+	ExtensionProcessContextEventsReceived   metric.Int64ObservableCounter
+	ExtensionProcessContextReads            metric.Int64Counter
+	ExtensionProcessContextScanDuration     metric.Float64Histogram
+	ExtensionProcessContextScannedProcesses metric.Int64Counter
+	ExtensionProcessContextTrackedProcesses metric.Int64Gauge
 }
 
 // TelemetryBuilderOption applies changes to default builder.
@@ -41,6 +47,21 @@ type telemetryBuilderOptionFunc func(mb *TelemetryBuilder)
 
 func (tbof telemetryBuilderOptionFunc) apply(mb *TelemetryBuilder) {
 	tbof(mb)
+}
+
+// RegisterExtensionProcessContextDeniedProcessesCallback sets callback for observable ExtensionProcessContextDeniedProcesses metric.
+func (builder *TelemetryBuilder) RegisterExtensionProcessContextDeniedProcessesCallback(cb metric.Int64Callback) error {
+	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		cb(ctx, &observerInt64{inst: builder.ExtensionProcessContextDeniedProcesses, obs: o})
+		return nil
+	}, builder.ExtensionProcessContextDeniedProcesses)
+	if err != nil {
+		return err
+	}
+	builder.mu.Lock()
+	defer builder.mu.Unlock()
+	builder.registrations = append(builder.registrations, reg)
+	return nil
 }
 
 // RegisterExtensionProcessContextEventDropsCallback sets callback for observable ExtensionProcessContextEventDrops metric.
@@ -101,6 +122,18 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	}
 	builder.meter = Meter(settings)
 	var err, errs error
+	builder.ExtensionProcessContextContexts, err = builder.meter.Int64Gauge(
+		"otelcol_extension_process_context_contexts",
+		metric.WithDescription("Processes publishing a context after the last scan. [Development]"),
+		metric.WithUnit("{process}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ExtensionProcessContextDeniedProcesses, err = builder.meter.Int64ObservableGauge(
+		"otelcol_extension_process_context_denied_processes",
+		metric.WithDescription("Processes the tracker cannot read for lack of permission: those the last listing of the host found denied, less those no privilege or setting would let it read (logged once, at info). The number the permission warning gives. [Development]"),
+		metric.WithUnit("{process}"),
+	)
+	errs = errors.Join(errs, err)
 	builder.ExtensionProcessContextEventDrops, err = builder.meter.Int64ObservableCounter(
 		"otelcol_extension_process_context_event_drops",
 		metric.WithDescription("Times kernel events were dropped: a source said its buffer overflowed, or an event found the tracker's queue full. Each time, a scan reads what they could have told. [Development]"),
@@ -111,6 +144,31 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		"otelcol_extension_process_context_events_received",
 		metric.WithDescription("Kernel events the process tracker received: fork, exec and exit from the proc connector, publish, memfd and unmap from the eBPF program. [Development]"),
 		metric.WithUnit("{event}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ExtensionProcessContextReads, err = builder.meter.Int64Counter(
+		"otelcol_extension_process_context_reads",
+		metric.WithDescription("Reads of processes by the tracker, by outcome: those of its scans, and those kernel events and the processor's lookups cause between scans. A read, not a process: one that cannot be read is read again on the rescan schedule. [Development]"),
+		metric.WithUnit("{read}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ExtensionProcessContextScanDuration, err = builder.meter.Float64Histogram(
+		"otelcol_extension_process_context_scan_duration",
+		metric.WithDescription("Duration of one scan of the host's processes. [Development]"),
+		metric.WithUnit("s"),
+		metric.WithExplicitBucketBoundaries([]float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30}...),
+	)
+	errs = errors.Join(errs, err)
+	builder.ExtensionProcessContextScannedProcesses, err = builder.meter.Int64Counter(
+		"otelcol_extension_process_context_scanned_processes",
+		metric.WithDescription("Processes listed by the scans (while kernel events tell of every fork and exit, most scans do not list the host). [Development]"),
+		metric.WithUnit("{process}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ExtensionProcessContextTrackedProcesses, err = builder.meter.Int64Gauge(
+		"otelcol_extension_process_context_tracked_processes",
+		metric.WithDescription("What the process tracker keeps after a scan: every process it knows, plus the ended publications it retains. [Development]"),
+		metric.WithUnit("{process}"),
 	)
 	errs = errors.Join(errs, err)
 	return &builder, errs

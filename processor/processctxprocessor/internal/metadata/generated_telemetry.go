@@ -125,7 +125,7 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	errs = errors.Join(errs, err)
 	builder.ProcessorProcessContextErrors, err = builder.meter.Int64ObservableCounter(
 		"otelcol_processor_process_context_errors",
-		metric.WithDescription("Items passed through unchanged because their process could not be read, not in time, or its identity contradicts the telemetry's, by kind. [Development]"),
+		metric.WithDescription("Items passed through unchanged because their process could not be read, not in time, its identity contradicts the telemetry's, or their pid attribute holds no valid pid, by kind. [Development]"),
 		metric.WithUnit("{item}"),
 	)
 	errs = errors.Join(errs, err)

@@ -40,7 +40,7 @@ func AssertEqualProcessorProcessContextEnriched(t *testing.T, tt *componenttest.
 func AssertEqualProcessorProcessContextErrors(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_processor_process_context_errors",
-		Description: "Items passed through unchanged because their process could not be read, not in time, or its identity contradicts the telemetry's, by kind. [Development]",
+		Description: "Items passed through unchanged because their process could not be read, not in time, its identity contradicts the telemetry's, or their pid attribute holds no valid pid, by kind. [Development]",
 		Unit:        "{item}",
 		Data: metricdata.Sum[int64]{
 			Temporality: metricdata.CumulativeTemporality,

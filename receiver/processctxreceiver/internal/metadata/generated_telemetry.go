@@ -26,13 +26,8 @@ type TelemetryBuilder struct {
 	meter                                     metric.Meter
 	mu                                        sync.Mutex
 	registrations                             []metric.Registration
-	ReceiverProcessContextContexts            metric.Int64Gauge
 	ReceiverProcessContextEntityEventsDropped metric.Int64Counter
 	ReceiverProcessContextEntityEventsPending metric.Int64Gauge
-	ReceiverProcessContextReads               metric.Int64Counter
-	ReceiverProcessContextScanDuration        metric.Float64Histogram
-	ReceiverProcessContextScannedProcesses    metric.Int64Counter
-	ReceiverProcessContextTrackedProcesses    metric.Int64Gauge
 }
 
 // TelemetryBuilderOption applies changes to default builder.
@@ -64,12 +59,6 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	}
 	builder.meter = Meter(settings)
 	var err, errs error
-	builder.ReceiverProcessContextContexts, err = builder.meter.Int64Gauge(
-		"otelcol_receiver_process_context_contexts",
-		metric.WithDescription("Processes publishing a context after the last scan. [Development]"),
-		metric.WithUnit("{process}"),
-	)
-	errs = errors.Join(errs, err)
 	builder.ReceiverProcessContextEntityEventsDropped, err = builder.meter.Int64Counter(
 		"otelcol_receiver_process_context_entity_events_dropped",
 		metric.WithDescription("Entity events given up: the oldest state events when queue_size is reached, deletes past their retention, events refused with a permanent error or while retry_on_failure is disabled. [Development]"),
@@ -80,31 +69,6 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		"otelcol_receiver_process_context_entity_events_pending",
 		metric.WithDescription("Entity events waiting for the next consumer to accept them. [Development]"),
 		metric.WithUnit("{event}"),
-	)
-	errs = errors.Join(errs, err)
-	builder.ReceiverProcessContextReads, err = builder.meter.Int64Counter(
-		"otelcol_receiver_process_context_reads",
-		metric.WithDescription("Reads of processes by the scans, by outcome. [Development]"),
-		metric.WithUnit("{read}"),
-	)
-	errs = errors.Join(errs, err)
-	builder.ReceiverProcessContextScanDuration, err = builder.meter.Float64Histogram(
-		"otelcol_receiver_process_context_scan_duration",
-		metric.WithDescription("Duration of one scan of the host's processes. [Development]"),
-		metric.WithUnit("s"),
-		metric.WithExplicitBucketBoundaries([]float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30}...),
-	)
-	errs = errors.Join(errs, err)
-	builder.ReceiverProcessContextScannedProcesses, err = builder.meter.Int64Counter(
-		"otelcol_receiver_process_context_scanned_processes",
-		metric.WithDescription("Processes listed by the scans. [Development]"),
-		metric.WithUnit("{process}"),
-	)
-	errs = errors.Join(errs, err)
-	builder.ReceiverProcessContextTrackedProcesses, err = builder.meter.Int64Gauge(
-		"otelcol_receiver_process_context_tracked_processes",
-		metric.WithDescription("What the process tracker keeps after a scan: every process it knows, plus the ended publications it retains. [Development]"),
-		metric.WithUnit("{process}"),
 	)
 	errs = errors.Join(errs, err)
 	return &builder, errs

@@ -19,32 +19,12 @@ func TestSetupTelemetry(t *testing.T) {
 	tb, err := metadata.NewTelemetryBuilder(testTel.NewTelemetrySettings())
 	require.NoError(t, err)
 	defer tb.Shutdown()
-	tb.ReceiverProcessContextContexts.Record(context.Background(), 1)
 	tb.ReceiverProcessContextEntityEventsDropped.Add(context.Background(), 1)
 	tb.ReceiverProcessContextEntityEventsPending.Record(context.Background(), 1)
-	tb.ReceiverProcessContextReads.Add(context.Background(), 1)
-	tb.ReceiverProcessContextScanDuration.Record(context.Background(), 1)
-	tb.ReceiverProcessContextScannedProcesses.Add(context.Background(), 1)
-	tb.ReceiverProcessContextTrackedProcesses.Record(context.Background(), 1)
-	AssertEqualReceiverProcessContextContexts(t, testTel,
-		[]metricdata.DataPoint[int64]{{Value: 1}},
-		metricdatatest.IgnoreTimestamp())
 	AssertEqualReceiverProcessContextEntityEventsDropped(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualReceiverProcessContextEntityEventsPending(t, testTel,
-		[]metricdata.DataPoint[int64]{{Value: 1}},
-		metricdatatest.IgnoreTimestamp())
-	AssertEqualReceiverProcessContextReads(t, testTel,
-		[]metricdata.DataPoint[int64]{{Value: 1}},
-		metricdatatest.IgnoreTimestamp())
-	AssertEqualReceiverProcessContextScanDuration(t, testTel,
-		[]metricdata.HistogramDataPoint[float64]{{}}, metricdatatest.IgnoreValue(),
-		metricdatatest.IgnoreTimestamp())
-	AssertEqualReceiverProcessContextScannedProcesses(t, testTel,
-		[]metricdata.DataPoint[int64]{{Value: 1}},
-		metricdatatest.IgnoreTimestamp())
-	AssertEqualReceiverProcessContextTrackedProcesses(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 
