@@ -1,6 +1,7 @@
 package processctxextension
 
 import (
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -85,4 +86,46 @@ func TestLoadConfig(t *testing.T) {
 
 func TestConfigStruct(t *testing.T) {
 	require.NoError(t, componenttest.CheckConfigStruct(createDefaultConfig()))
+}
+
+// A number without a unit is nanoseconds: every duration key refuses what
+// is below its floor, as the user wrote it, at start.
+func TestDurationFloors(t *testing.T) {
+	for _, tt := range []struct {
+		yaml string
+		want string // "": accepted
+	}{
+		{"collection_interval: 5", "collection_interval: 5ns is below the floor of 100ms; a duration without a unit is in nanoseconds: write 5s"},
+		{"collection_interval: 100ms", ""},
+		{"initial_delay: 10", "initial_delay: 10ns is below the floor of 1ms; a duration without a unit is in nanoseconds: write 10s"},
+		{"initial_delay: 0s", ""},
+		{"timeout: 30", "timeout: 30ns is below the floor of 10ms; a duration without a unit is in nanoseconds: write 30s"},
+		{"timeout: 0s", ""},
+		{"rescan_interval: 30", "rescan_interval: 30ns is below the floor of 100ms; a duration without a unit is in nanoseconds: write 30s"},
+		{"rescan_max_interval: 600", "rescan_max_interval: 600ns is below the floor of 100ms; a duration without a unit is in nanoseconds: write 600s"},
+		{"read_timeout: 1", "read_timeout: 1ns is below the floor of 10ms; a duration without a unit is in nanoseconds: write 1s"},
+		{"read_timeout: 5ms", "read_timeout: 5ms is below the floor of 10ms"},
+		{"read_timeout: 10ms", ""},
+		{"reconcile_interval: 3600", "reconcile_interval: 3.6µs is below the floor of 1s; a duration without a unit is in nanoseconds: write 3600s"},
+		{"grace_period: 120", "grace_period: 120ns is below the floor of 1s; a duration without a unit is in nanoseconds: write 120s"},
+		{"grace_period: 0s", ""},
+		{"recheck_interval: 50ms", "recheck_interval: 50ms is below the floor of 100ms"},
+		{"recheck_interval: 100ms", ""},
+		{"warning_interval: 300", "warning_interval: 300ns is below the floor of 1s; a duration without a unit is in nanoseconds: write 300s"},
+	} {
+		t.Run(tt.yaml, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "config.yaml")
+			require.NoError(t, os.WriteFile(path, []byte(tt.yaml), 0o600))
+			cm, err := confmaptest.LoadConf(path)
+			require.NoError(t, err)
+			cfg := NewFactory().CreateDefaultConfig()
+			require.NoError(t, cm.Unmarshal(cfg))
+			err = confmap.Validate(cfg)
+			if tt.want == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorContains(t, err, tt.want)
+		})
+	}
 }

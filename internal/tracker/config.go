@@ -64,9 +64,10 @@ type Config struct {
 	// unpublished or published something unreadable) stays in snapshots,
 	// so that late telemetry is still enriched.
 	GracePeriod time.Duration `mapstructure:"grace_period"`
-	// RecheckInterval is how often a process without a context is read
-	// again when telemetry names it (Hint), and how often ScanSoon may
-	// start a scan.
+	// RecheckInterval is how long a process read without a context is
+	// known to have none while no publication events come: then telemetry
+	// naming it has it read again (Probe), at most this often. It is also
+	// how often ScanSoon may start a scan.
 	RecheckInterval time.Duration `mapstructure:"recheck_interval"`
 	// WarningInterval paces the warnings about processes that cannot be
 	// read (permission, stalled reads): at most one of each per interval.
@@ -135,18 +136,48 @@ const (
 	DiscoveryPoll Discovery = "poll"
 )
 
+// Floors of the duration keys: a shorter interval is refused by Validate,
+// which says that a number without a unit is nanoseconds (YAML's
+// "collection_interval: 5" is 5ns, and once made the tracker scan
+// without pause). Keys where 0 means "off" (initial_delay, timeout,
+// grace_period) still take 0.
+const (
+	// floorCollectionInterval: a listing of the host more often than ten
+	// times a second is a core spent on nothing.
+	floorCollectionInterval = 100 * time.Millisecond
+	// floorInitialDelay: any delay is harmless; below 1ms it is a number
+	// without a unit.
+	floorInitialDelay = time.Millisecond
+	// floorTimeout and floorReadTimeout: a deadline shorter than the
+	// reads of one process fails them all (the tracker's tests use 20ms
+	// and 40ms).
+	floorTimeout     = 10 * time.Millisecond
+	floorReadTimeout = 10 * time.Millisecond
+	// floorRescanInterval and floorRecheckInterval (rescan_max_interval
+	// too): maps files read again, at most ten times a second.
+	floorRescanInterval  = 100 * time.Millisecond
+	floorRecheckInterval = 100 * time.Millisecond
+	// floorReconcileInterval, floorGracePeriod and floorWarningInterval:
+	// a repair, a retention and a pace measured in seconds.
+	floorReconcileInterval = time.Second
+	floorGracePeriod       = time.Second
+	floorWarningInterval   = time.Second
+)
+
 // Validate reports every setting that is not usable, by its key.
 func (c *Config) Validate() error {
 	var errs []error
-	positive := func(key string, d time.Duration) {
+	positive := func(key string, d, least time.Duration) {
 		if d <= 0 {
 			errs = append(errs, fmt.Errorf("%s must be positive, got %s", key, d))
 		}
+		errs = append(errs, belowFloor(key, d, least))
 	}
-	notNegative := func(key string, d time.Duration) {
+	notNegative := func(key string, d, least time.Duration) {
 		if d < 0 {
 			errs = append(errs, fmt.Errorf("%s must not be negative, got %s", key, d))
 		}
+		errs = append(errs, belowFloor(key, d, least))
 	}
 	if c.RootPath == "" || !filepath.IsAbs(c.RootPath) {
 		errs = append(errs, fmt.Errorf("root_path must be an absolute path, got %q", c.RootPath))
@@ -173,29 +204,56 @@ func (c *Config) Validate() error {
 				pubevents.Fexit, pubevents.SyscallTracepoints, pubevents.RawSysExit, NoPublicationEvents, c.PublicationEvents))
 		}
 	}
-	positive("collection_interval", c.CollectionInterval)
-	notNegative("initial_delay", c.InitialDelay)
-	notNegative("timeout", c.Timeout)
-	positive("rescan_interval", c.RescanInterval)
+	positive("collection_interval", c.CollectionInterval, floorCollectionInterval)
+	notNegative("initial_delay", c.InitialDelay, floorInitialDelay) // 0: the first scan at once
+	notNegative("timeout", c.Timeout, floorTimeout)                 // 0: scans unbounded
+	positive("rescan_interval", c.RescanInterval, floorRescanInterval)
 	if c.RescanMaxInterval < c.RescanInterval {
 		errs = append(errs, fmt.Errorf("rescan_max_interval (%s) must not be less than rescan_interval (%s)", c.RescanMaxInterval, c.RescanInterval))
 	}
+	errs = append(errs, belowFloor("rescan_max_interval", c.RescanMaxInterval, floorRescanInterval))
 	if c.RescanBudget <= 0 {
 		errs = append(errs, fmt.Errorf("rescan_budget must be positive, got %d", c.RescanBudget))
 	}
-	positive("read_timeout", c.ReadTimeout)
-	positive("reconcile_interval", c.ReconcileInterval)
-	notNegative("grace_period", c.GracePeriod)
-	positive("recheck_interval", c.RecheckInterval)
-	positive("warning_interval", c.WarningInterval)
+	positive("read_timeout", c.ReadTimeout, floorReadTimeout)
+	positive("reconcile_interval", c.ReconcileInterval, floorReconcileInterval)
+	notNegative("grace_period", c.GracePeriod, floorGracePeriod) // 0: ended publications leave at once
+	positive("recheck_interval", c.RecheckInterval, floorRecheckInterval)
+	positive("warning_interval", c.WarningInterval, floorWarningInterval)
 	if c.Readers <= 0 || c.Readers > 64 {
 		errs = append(errs, fmt.Errorf("readers must be between 1 and 64, got %d", c.Readers))
 	}
-	positive("quarantine backoff", c.QuarantineBackoff)
+	positive("quarantine backoff", c.QuarantineBackoff, 0)
 	if c.MaxStalled <= 0 {
 		errs = append(errs, fmt.Errorf("max stalled readers must be positive, got %d", c.MaxStalled))
 	}
 	return errors.Join(errs...)
+}
+
+func belowFloor(key string, d, least time.Duration) error { return BelowFloor(key, d, least, 0) }
+
+// BelowFloor refuses a positive duration d of the setting key below least,
+// and says what a number without a unit means: a value below a
+// millisecond is one, most likely, and the same number of seconds (or
+// milliseconds) what was meant when that is at least least and at most
+// most (0: no bound). Zero and negative values are left to the checks of
+// each key. The components' configurations share it.
+func BelowFloor(key string, d, least, most time.Duration) error {
+	if d <= 0 || d >= least {
+		return nil
+	}
+	hint := ""
+	if d < time.Millisecond {
+		hint = "; a duration without a unit is in nanoseconds"
+		usable := func(v time.Duration) bool { return v >= least && (most == 0 || v <= most) }
+		switch {
+		case usable(d * time.Second):
+			hint += fmt.Sprintf(": write %ds", int64(d))
+		case usable(d * time.Millisecond):
+			hint += fmt.Sprintf(": write %dms", int64(d))
+		}
+	}
+	return fmt.Errorf("%s: %s is below the floor of %s%s", key, d, least, hint)
 }
 
 // uses reports whether identities come from s.

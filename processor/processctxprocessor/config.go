@@ -7,11 +7,16 @@ import (
 	"time"
 
 	"go.opentelemetry.io/collector/component"
+
+	"github.com/processctx/otelcol-processctx/internal/tracker"
 )
 
 // Defaults and bounds of the configuration (README.md explains each).
 const (
 	defaultLookupTimeout = 50 * time.Millisecond
+	// floorLookupTimeout: a batch may wait very little, but not
+	// nanoseconds (YAML's "lookup_timeout: 50" is 50ns).
+	floorLookupTimeout = time.Millisecond
 	// maxLookupTimeout bounds how long a batch may be held.
 	maxLookupTimeout = 5 * time.Second
 	// maxPIDAttributes bounds the keys looked up for every record or sample.
@@ -86,8 +91,11 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("key %q is in both include and exclude", k))
 		}
 	}
-	if c.LookupTimeout <= 0 || c.LookupTimeout > maxLookupTimeout {
-		errs = append(errs, fmt.Errorf("lookup_timeout must be positive and at most %s, got %s", maxLookupTimeout, c.LookupTimeout))
+	switch d := c.LookupTimeout; {
+	case d <= 0 || d > maxLookupTimeout:
+		errs = append(errs, fmt.Errorf("lookup_timeout must be positive and at most %s, got %s", maxLookupTimeout, d))
+	default:
+		errs = append(errs, tracker.BelowFloor("lookup_timeout", d, floorLookupTimeout, maxLookupTimeout))
 	}
 	if c.UnqualifiedPids != UnqualifiedVerify && c.UnqualifiedPids != UnqualifiedHost {
 		errs = append(errs, fmt.Errorf("unqualified_pids must be %q or %q, got %q", UnqualifiedVerify, UnqualifiedHost, c.UnqualifiedPids))

@@ -1,6 +1,7 @@
 package processctxprocessor
 
 import (
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -96,4 +97,40 @@ func TestValidateReportsEveryProblem(t *testing.T) {
 	} {
 		assert.ErrorContains(t, err, want)
 	}
+}
+
+// lookup_timeout has a floor of 1ms: below it the configuration is refused
+// with a message that names the key and the floor and says that a number
+// without a unit is nanoseconds.
+func TestLookupTimeoutFloor(t *testing.T) {
+	for _, tt := range []struct {
+		yaml string
+		want string // "": accepted
+	}{
+		{"lookup_timeout: 50", "lookup_timeout: 50ns is below the floor of 1ms; a duration without a unit is in nanoseconds: write 50ms"},
+		{"lookup_timeout: 20000", "lookup_timeout: 20µs is below the floor of 1ms; a duration without a unit is in nanoseconds"},
+		{"lookup_timeout: 500us", "lookup_timeout: 500µs is below the floor of 1ms"},
+		{"lookup_timeout: 1ms", ""},
+		{"lookup_timeout: 5s", ""},
+		{"lookup_timeout: 0s", "lookup_timeout must be positive and at most 5s, got 0s"},
+	} {
+		t.Run(tt.yaml, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "config.yaml")
+			require.NoError(t, os.WriteFile(path, []byte(tt.yaml), 0o600))
+			cm, err := confmaptest.LoadConf(path)
+			require.NoError(t, err)
+			cfg := NewFactory().CreateDefaultConfig()
+			require.NoError(t, cm.Unmarshal(cfg))
+			err = confmap.Validate(cfg)
+			if tt.want == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorContains(t, err, tt.want)
+		})
+	}
+	// 20µs is no number of milliseconds a batch may wait: no suggestion.
+	cfg := createDefaultConfig()
+	cfg.LookupTimeout = 20 * time.Microsecond
+	assert.EqualError(t, cfg.Validate(), "lookup_timeout: 20µs is below the floor of 1ms; a duration without a unit is in nanoseconds")
 }

@@ -7,6 +7,8 @@ import (
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/config/configretry"
+
+	"github.com/processctx/otelcol-processctx/internal/tracker"
 )
 
 // Entity event formats.
@@ -68,12 +70,41 @@ func createDefaultConfig() *Config {
 	}
 }
 
+// Floors of the durations: below them a configuration is refused (YAML's
+// "report_interval: 300" is 300ns).
+const (
+	// floorReportInterval: entity.report.interval is written in whole
+	// seconds (spec format).
+	floorReportInterval = time.Second
+	// floorRetryInterval bounds retry_on_failure's initial_interval and
+	// max_interval: a refusing consumer is not retried in a tight loop.
+	floorRetryInterval = 10 * time.Millisecond
+	// floorRetryMaxElapsed: max_elapsed_time gives up on events older than
+	// it (0: never).
+	floorRetryMaxElapsed = time.Second
+)
+
 // Validate implements confmap.Validator.
 func (c *Config) Validate() error {
-	// confmap validates RetryOnFailure.
+	// confmap validates RetryOnFailure (non-negative values); the floors of
+	// its durations are ours.
 	var errs []error
 	if c.ReportInterval <= 0 {
 		errs = append(errs, fmt.Errorf("report_interval must be positive, got %s", c.ReportInterval))
+	}
+	errs = append(errs, belowFloor("report_interval", c.ReportInterval, floorReportInterval),
+		belowFloor("retry_on_failure.max_elapsed_time", c.RetryOnFailure.MaxElapsedTime, floorRetryMaxElapsed))
+	if r := c.RetryOnFailure; r.Enabled {
+		errs = append(errs,
+			belowFloor("retry_on_failure.initial_interval", r.InitialInterval, floorRetryInterval),
+			belowFloor("retry_on_failure.max_interval", r.MaxInterval, floorRetryInterval))
+		// 0 retries without a pause; a negative value confmap refuses.
+		if r.InitialInterval == 0 {
+			errs = append(errs, errors.New("retry_on_failure.initial_interval must be positive while retry_on_failure is enabled, got 0s"))
+		}
+		if r.MaxInterval == 0 {
+			errs = append(errs, errors.New("retry_on_failure.max_interval must be positive while retry_on_failure is enabled, got 0s"))
+		}
 	}
 	if c.QueueSize <= 0 {
 		errs = append(errs, fmt.Errorf("queue_size must be positive, got %d", c.QueueSize))
@@ -85,4 +116,8 @@ func (c *Config) Validate() error {
 	}
 	errs = append(errs, c.Include.validate("include"), c.Exclude.validate("exclude"))
 	return errors.Join(errs...)
+}
+
+func belowFloor(key string, d, least time.Duration) error {
+	return tracker.BelowFloor(key, d, least, 0)
 }

@@ -1,6 +1,7 @@
 package processctxreceiver
 
 import (
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -76,4 +77,50 @@ func TestLoadConfig(t *testing.T) {
 
 func TestConfigStruct(t *testing.T) {
 	require.NoError(t, componenttest.CheckConfigStruct(createDefaultConfig()))
+}
+
+// loadYAML unmarshals and validates the receiver's configuration written
+// as YAML, as the collector does with a config file.
+func loadYAML(t *testing.T, yaml string) error {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(yaml), 0o600))
+	cm, err := confmaptest.LoadConf(path)
+	require.NoError(t, err)
+	cfg := NewFactory().CreateDefaultConfig()
+	require.NoError(t, cm.Unmarshal(cfg))
+	return confmap.Validate(cfg)
+}
+
+// Every duration has a floor: below it the configuration is refused with a
+// message that names the key and the floor and, for a value below a
+// millisecond, says that a number without a unit is nanoseconds.
+func TestDurationFloors(t *testing.T) {
+	for _, tt := range []struct {
+		yaml string
+		want string // "": accepted
+	}{
+		{"report_interval: 300", "report_interval: 300ns is below the floor of 1s; a duration without a unit is in nanoseconds: write 300s"},
+		{"report_interval: 500ms", "report_interval: 500ms is below the floor of 1s"},
+		{"report_interval: 1s", ""},
+		{"retry_on_failure: {initial_interval: 5}", "retry_on_failure.initial_interval: 5ns is below the floor of 10ms; a duration without a unit is in nanoseconds: write 5s"},
+		{"retry_on_failure: {initial_interval: 5ms}", "retry_on_failure.initial_interval: 5ms is below the floor of 10ms"},
+		{"retry_on_failure: {initial_interval: 10ms, max_interval: 10ms}", ""},
+		{"retry_on_failure: {max_interval: 30}", "retry_on_failure.max_interval: 30ns is below the floor of 10ms; a duration without a unit is in nanoseconds: write 30s"},
+		{"retry_on_failure: {initial_interval: 0s}", "retry_on_failure.initial_interval must be positive while retry_on_failure is enabled, got 0s"},
+		{"retry_on_failure: {max_interval: 0s}", "retry_on_failure.max_interval must be positive while retry_on_failure is enabled, got 0s"},
+		{"retry_on_failure: {enabled: false, initial_interval: 0s, max_interval: 5}", ""}, // not used
+		{"retry_on_failure: {max_elapsed_time: 500ms, initial_interval: 100ms, max_interval: 100ms}", "retry_on_failure.max_elapsed_time: 500ms is below the floor of 1s"},
+		{"retry_on_failure: {max_elapsed_time: 0s}", ""}, // no limit
+		{"retry_on_failure: {max_elapsed_time: 1h}", ""},
+	} {
+		t.Run(tt.yaml, func(t *testing.T) {
+			err := loadYAML(t, tt.yaml)
+			if tt.want == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorContains(t, err, tt.want)
+		})
+	}
 }
