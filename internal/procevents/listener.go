@@ -139,6 +139,11 @@ func listen(receiveBuffer int) (*Listener, error) {
 		return nil, err
 	}
 	if err := unix.Bind(fd, &unix.SockaddrNetlink{Family: unix.AF_NETLINK, Groups: cnIdxProc}); err != nil {
+		if !inInitialUserNamespace() {
+			// Refused (EPERM on most kernels) whatever the capabilities:
+			// the proc connector serves the initial user namespace only.
+			return nil, fmt.Errorf("bind proc connector (not in the initial user namespace): %w: %w", ErrUnsupported, err)
+		}
 		return nil, wrapOS("bind proc connector", "needs CAP_NET_ADMIN before Linux 6.6", err)
 	}
 	// Connected to the kernel (port 0), the socket refuses messages that
@@ -254,6 +259,20 @@ func noAck(overflowed bool) error {
 		return errors.New("proc connector acknowledgement lost in a socket buffer overflow")
 	}
 	return fmt.Errorf("no acknowledgement from the proc connector (not in the initial user and pid namespaces, or a kernel without CONFIG_PROC_EVENTS?): %w", ErrUnsupported)
+}
+
+// initUserNamespaceIno is the inode of the initial user namespace's
+// /proc/<pid>/ns/user, fixed since Linux 3.8 (PROC_USER_INIT_INO).
+const initUserNamespaceIno = 0xEFFFFFFD
+
+// inInitialUserNamespace reports whether this process runs in the initial
+// user namespace; true when that cannot be told (no /proc).
+func inInitialUserNamespace() bool {
+	var st unix.Stat_t
+	if err := unix.Stat("/proc/self/ns/user", &st); err != nil {
+		return true
+	}
+	return st.Ino == initUserNamespaceIno
 }
 
 // wrapOS wraps an OS error with what failed, its kind when it has one, and

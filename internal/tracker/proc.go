@@ -65,7 +65,7 @@ const (
 	// again, for late publishers.
 	causeRescan
 	// causeProbe: telemetry names a pid whose lookup cannot answer yet:
-	// not read, or a read due (readDue).
+	// not read, or a read due (envDue, contextDue).
 	causeProbe
 	// causeEvent: a publication event (publish, memfd, unmap).
 	causeEvent

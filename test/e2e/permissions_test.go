@@ -43,11 +43,21 @@ func TestUnprivilegedUserWithCapabilities(t *testing.T) {
 		col := startCollector(t, entitiesConfig(server.addr), setpriv,
 			"--reuid=65534", "--regid=65534", "--clear-groups")
 		// The warning comes after the scan that could not read the root
-		// processes.
+		// processes (the start-up line may say "permission denied" before
+		// it): wait for the warning's own line, then look at it.
+		var warning string
 		require.Eventually(t, func() bool {
-			return strings.Contains(col.Output.String(), "permission denied")
-		}, 10*time.Second, 50*time.Millisecond, "a permission warning")
-		assert.Contains(t, col.Output.String(), "CAP_SYS_PTRACE")
+			out := col.Output.String()
+			lines := strings.Split(out, "\n")
+			for _, line := range lines[:len(lines)-1] { // whole lines only
+				if strings.Contains(line, "Cannot read the process context of some processes: permission denied\t") {
+					warning = line
+					return true
+				}
+			}
+			return false
+		}, 30*time.Second, 50*time.Millisecond, "a permission warning")
+		assert.Contains(t, warning, "CAP_SYS_PTRACE")
 		assert.Less(t, col.Stop(t), 5*time.Second)
 		// Stopped: every event it had is exported by now.
 		for _, e := range entityEvents(server.allLogs()) {
