@@ -28,7 +28,7 @@ func TestExecedProcessIsReadWhenTelemetryNamesIt(t *testing.T) {
 
 	host.Publish(30, "starting-up")
 	host.ResetCounts()
-	probeDone(t, h.tr.Probe([]int{30}))
+	probeDone(t, h.tr.Probe([]int{30}, time.Minute))
 	svc, o := h.lookup(30)
 	assert.Equal(t, tracker.OutcomeOK, o)
 	assert.Equal(t, "starting-up", svc)
@@ -49,7 +49,7 @@ func TestExecedEnvironmentIsReadWhenTelemetryNamesIt(t *testing.T) {
 	require.Equal(t, tracker.OutcomeUnknown, o, "its environment is not read yet")
 
 	host.ResetCounts()
-	probeDone(t, h.tr.Probe([]int{31}))
+	probeDone(t, h.tr.Probe([]int{31}, time.Minute))
 	src2, svc := h.attr(31, "service.name")
 	assert.Equal(t, tracker.SourceEnvironment, src2)
 	assert.Equal(t, "by-env", svc)
@@ -70,7 +70,7 @@ func TestNamedPidReadOncePerRecheckInterval(t *testing.T) {
 
 	for step := range 20 {
 		if _, o := h.lookup(40); o == tracker.OutcomeUnknown {
-			probeDone(t, h.tr.Probe([]int{40}))
+			probeDone(t, h.tr.Probe([]int{40}, time.Minute))
 		}
 		_, o := h.lookup(40)
 		require.Equal(t, tracker.OutcomeNoContext, o, "step %d", step)
@@ -127,4 +127,35 @@ func TestTornLookup(t *testing.T) {
 	h := newHarness(t, testConfig(), host)
 	_, o := h.lookup(60)
 	assert.Equal(t, tracker.OutcomeTorn, o)
+}
+
+// A probe waits for a read as long as its caller does; a later probe does
+// not wait for a read every caller has given up on: a batch naming pids
+// whose reads take long holds one batch for lookup_timeout, not every
+// batch that comes while the reads go on.
+func TestProbeDoesNotWaitForAReadGivenUpOn(t *testing.T) {
+	cfg := testConfig()
+	cfg.ReadTimeout = time.Hour // the read stays out
+	host := trackertest.NewHost()
+	h := newHarness(t, cfg, host)
+	host.Add(80).Block = trackertest.MethodMaps
+
+	first := h.tr.Probe([]int{80}, time.Second)
+	require.Eventually(t, func() bool { return host.Count(trackertest.MethodMaps) == 1 }, 10*time.Second, time.Millisecond)
+	second := h.tr.Probe([]int{80}, time.Second) // while the first waits: it waits too
+	h.settle()
+	select {
+	case <-first:
+		t.Fatal("the first probe ended before its read")
+	case <-second:
+		t.Fatal("the second probe ended before the read")
+	default:
+	}
+
+	h.clock.Advance(2 * time.Second) // both gave up
+	probeDone(t, h.tr.Probe([]int{80}, time.Second))
+	assert.Equal(t, 1, host.Count(trackertest.MethodMaps), "the read out is not asked again")
+	host.Unblock()
+	probeDone(t, first)
+	probeDone(t, second)
 }

@@ -130,7 +130,7 @@ func TestForkAndExec(t *testing.T) {
 	// yet: a lookup waits for a probe, which reads only that.
 	_, o := h.tr.Snapshot().Lookup(40)
 	assert.Equal(t, tracker.OutcomeUnknown, o)
-	probeDone(t, h.tr.Probe([]int{40}))
+	probeDone(t, h.tr.Probe([]int{40}, time.Minute))
 	_, o = h.tr.Snapshot().Lookup(40)
 	assert.Equal(t, tracker.OutcomeNoContext, o)
 	assert.Zero(t, host.Count(trackertest.MethodMaps))
@@ -250,7 +250,7 @@ func TestPublicationEventAwaited(t *testing.T) {
 	require.Eventually(t, func() bool { return host.Count(trackertest.MethodMaps) > 0 }, 10*time.Second, time.Millisecond)
 	_, o = h.lookup(140)
 	assert.Equal(t, tracker.OutcomeUnknown, o, "the event's read is out")
-	probed := h.tr.Probe([]int{140})
+	probed := h.tr.Probe([]int{140}, time.Minute)
 	require.NotNil(t, probed)
 	select {
 	case <-probed:

@@ -2,13 +2,16 @@ package tracker
 
 import (
 	"slices"
+	"time"
 )
 
 // probeWait is one Probe call waiting for its pids.
 type probeWait struct {
-	pids []int
-	left int
-	done chan struct{}
+	pids   []int
+	within time.Duration
+	until  int64 // clock: the caller gives up then
+	left   int
+	done   chan struct{}
 }
 
 // probes are the Probe calls waiting for reads.
@@ -25,13 +28,16 @@ type probes struct {
 // maps not for Config.RecheckInterval while no publication events come).
 // The returned channel is closed once each of them has been read (or its
 // read abandoned); nil means the tracker cannot take the request now.
-// Callers that cannot wait long select on it with a timer: the reads go
-// on, and a later snapshot has their results.
-func (t *Tracker) Probe(pids []int) <-chan struct{} {
+// within is how long the caller waits: the reads go on after that, and a
+// later snapshot has their results, but a later Probe does not wait for a
+// read that every call waiting for it has given up on (a batch naming
+// 1,000 pids whose reads take seconds holds one caller for within, not
+// each that comes while the reads go on).
+func (t *Tracker) Probe(pids []int, within time.Duration) <-chan struct{} {
 	if len(pids) == 0 || !t.started.Load() {
 		return nil
 	}
-	w := &probeWait{pids: slices.Clone(pids), done: make(chan struct{})}
+	w := &probeWait{pids: slices.Clone(pids), within: within, done: make(chan struct{})}
 	select {
 	case t.probeC <- w:
 		return w.done
@@ -64,6 +70,7 @@ func (t *Tracker) ScanSoon() <-chan struct{} {
 // not know yet.
 func (t *Tracker) probe(w *probeWait) {
 	now := t.clock()
+	w.until = now + int64(w.within)
 	for _, pid := range w.pids {
 		if !ValidPID(pid) {
 			continue
@@ -73,7 +80,8 @@ func (t *Tracker) probe(w *probeWait) {
 			p = t.newProc(pid)
 		}
 		t.want(pid, p, causeProbe)
-		if t.lookupOutcome(p, now) == OutcomeUnknown && (p.reading != causeNone || p.planned != causeNone) {
+		if t.lookupOutcome(p, now) == OutcomeUnknown && (p.reading != causeNone || p.planned != causeNone) &&
+			!t.probes.givenUp(pid, now) {
 			t.probes.waiting[pid] = append(t.probes.waiting[pid], w)
 			w.left++
 		}
@@ -81,6 +89,17 @@ func (t *Tracker) probe(w *probeWait) {
 	if w.left == 0 {
 		t.probes.ended = append(t.probes.ended, w.done)
 	}
+}
+
+// givenUp reports whether every probe waiting for pid has given up on it.
+func (ps *probes) givenUp(pid int, now int64) bool {
+	ws := ps.waiting[pid]
+	for _, w := range ws {
+		if w.until > now {
+			return false
+		}
+	}
+	return len(ws) > 0
 }
 
 // waitsFor reports whether a probe waits for pid.

@@ -319,7 +319,7 @@ func TestProbe(t *testing.T) {
 	host.Publish(50, "new")
 	host.Add(51)
 
-	done := h.tr.Probe([]int{50, 51, 52})
+	done := h.tr.Probe([]int{50, 51, 52}, time.Minute)
 	require.NotNil(t, done)
 	select {
 	case <-done:
@@ -336,7 +336,7 @@ func TestProbe(t *testing.T) {
 
 	// A known pid answers at once, without a read.
 	host.ResetCounts()
-	done = h.tr.Probe([]int{51})
+	done = h.tr.Probe([]int{51}, time.Minute)
 	<-done
 	assert.Zero(t, host.Count("start")+host.Count("maps"))
 }
@@ -377,7 +377,7 @@ func TestLookupWhilePublicationIsApplied(t *testing.T) {
 	p, o := tr.Snapshot().Lookup(60)
 	assert.Nil(t, p)
 	assert.Equal(t, tracker.OutcomeUnknown, o, "not known yet: a batch probes it")
-	probed := tr.Probe([]int{60})
+	probed := tr.Probe([]int{60}, time.Minute)
 	close(host.resume)
 	<-probed
 	p, o = tr.Snapshot().Lookup(60)
@@ -419,14 +419,14 @@ func TestProbeRechecksWhenDue(t *testing.T) {
 	require.Equal(t, tracker.OutcomeNoContext, o, "read at discovery")
 
 	host.ResetCounts()
-	probeDone(t, h.tr.Probe([]int{60}))
+	probeDone(t, h.tr.Probe([]int{60}, time.Minute))
 	assert.Zero(t, host.Count(trackertest.MethodMaps), "checked just now: not read")
 
 	h.clock.Advance(cfg.RecheckInterval)
 	h.rescan() // the loop notes for the snapshot that the read fell due
 	_, o = h.lookup(60)
 	require.Equal(t, tracker.OutcomeUnknown, o, "a read is due")
-	probeDone(t, h.tr.Probe([]int{60}))
+	probeDone(t, h.tr.Probe([]int{60}, time.Minute))
 	svc, o := h.lookup(60)
 	assert.Equal(t, tracker.OutcomeOK, o, "the probe waited for the read")
 	assert.Equal(t, "late", svc)
@@ -855,7 +855,7 @@ func TestKernelThreadsNotRead(t *testing.T) {
 	assert.Equal(t, tracker.OutcomeNoContext, o)
 	h.clock.Advance(time.Hour)
 	h.rescan()
-	probeDone(t, h.tr.Probe([]int{2}))
+	probeDone(t, h.tr.Probe([]int{2}, time.Minute))
 	h.rescan()
 	assert.Zero(t, host.Count(trackertest.MethodMaps))
 }

@@ -238,13 +238,14 @@ func (b *batch) wait(ctx context.Context) bool {
 		return false
 	}
 	var probed, scanned <-chan struct{}
+	left := b.p.lookupTimeout - time.Since(b.begun)
 	if len(b.unknown) > 0 {
-		probed = b.tv.tracker.Probe(b.unknown)
+		probed = b.tv.tracker.Probe(b.unknown, left)
 	}
 	if b.wantScan {
 		scanned = b.tv.tracker.ScanSoon()
 	}
-	timer := time.NewTimer(b.p.lookupTimeout - time.Since(b.begun))
+	timer := time.NewTimer(left)
 	defer timer.Stop()
 	for probed != nil || scanned != nil {
 		select {

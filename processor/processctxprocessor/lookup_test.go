@@ -101,6 +101,29 @@ func TestStalledReadDoesNotHoldTheBatch(t *testing.T) {
 	assert.Equal(t, int64(1), counter(t, h, "otelcol_processor_process_context_enriched")["logs/context"])
 }
 
+// A batch waits for a read as long as lookup_timeout; the batches that
+// come while that read goes on, once the first gave up, do not wait for it
+// again: a slow read holds one batch, not every batch.
+func TestReadGivenUpOnHoldsOneBatch(t *testing.T) {
+	host := trackertest.NewHost()
+	cfg := testConfig()
+	cfg.LookupTimeout = time.Second
+	tc := fakeTrackerConfig()
+	tc.ReadTimeout = time.Hour
+	h := newFakeHarness(t, cfg, tc, host)
+	host.Add(32).Block = trackertest.MethodMaps
+
+	began := time.Now()
+	h.consumeLogs(resourceLogs(32))
+	assert.GreaterOrEqual(t, time.Since(began), cfg.LookupTimeout, "the first batch waits")
+	h.clock.Advance(2 * cfg.LookupTimeout) // the tracker's clock: the first batch gave up
+	began = time.Now()
+	h.consumeLogs(resourceLogs(32))
+	assert.Less(t, time.Since(began), cfg.LookupTimeout, "the second does not wait for the same read")
+	assert.Equal(t, int64(2), counter(t, h, "otelcol_processor_process_context_errors")["logs/timeout"])
+	assert.Equal(t, 1, host.Count(trackertest.MethodMaps))
+}
+
 // A process read without a context is read again when telemetry names it
 // recheck_interval later, and that batch waits for the read: the late
 // publisher's telemetry is enriched from then on. Meanwhile, it is counted
