@@ -54,7 +54,7 @@ func Open(cfg Config, logger *zap.Logger, opts ...Option) (*Tracker, error) {
 	if err != nil {
 		return nil, err
 	}
-	t, err := New(host, cfg, logger, append(opts, WithEventSources(sources...))...)
+	t, err := New(host, cfg, logger, append(opts, WithEventSources(sources...), WithHostIdentity(fs.HostIdentity()))...)
 	if err != nil {
 		for _, s := range sources {
 			_ = s.Close()

@@ -126,3 +126,16 @@ func TestOpenThenStopLeavesNothingOpen(t *testing.T) {
 	}
 	assert.Empty(t, opened(before, openFDs(t)))
 }
+
+// Open reads which host it reads from the root path: on the host, its
+// kernel's name and its machine id.
+func TestOpenReadsTheHostIdentity(t *testing.T) {
+	cfg := tracker.DefaultConfig()
+	cfg.Discovery = tracker.DiscoveryPoll
+	tr, err := tracker.Open(cfg, zap.NewNop())
+	require.NoError(t, err)
+	defer func() { assert.NoError(t, tr.Stop(context.Background())) }()
+	name, err := os.Hostname()
+	require.NoError(t, err)
+	assert.Equal(t, name, tr.HostIdentity().Name)
+}

@@ -10,6 +10,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/processctx/otelcol-processctx/internal/procfs"
 	"github.com/processctx/otelcol-processctx/internal/reader"
 )
 
@@ -67,6 +68,8 @@ type Tracker struct {
 	sourcesOnce sync.Once
 	// onScan are the WithScanStats functions.
 	onScan []func(ScanStats)
+	// hostID is the identity of the host the tracker reads.
+	hostID procfs.HostIdentity
 
 	ready    chan struct{} // closed when the first scan finished
 	probeC   chan *probeWait
@@ -99,6 +102,16 @@ func WithClock(now func() time.Time) Option {
 func WithScanStats(fn func(ScanStats)) Option {
 	return func(t *Tracker) { t.onScan = append(t.onScan, fn) }
 }
+
+// WithHostIdentity says which host the tracker reads (Open reads it from
+// the root path).
+func WithHostIdentity(h procfs.HostIdentity) Option {
+	return func(t *Tracker) { t.hostID = h }
+}
+
+// HostIdentity returns the identity of the host the tracker reads (fields
+// "" where it could not be read).
+func (t *Tracker) HostIdentity() procfs.HostIdentity { return t.hostID }
 
 // New returns a tracker that reads host. Start starts it; Stop releases
 // its event sources, started or not.
