@@ -24,7 +24,8 @@ FUZZ_TARGETS := \
 	./internal/procfs:FuzzCgroup \
 	./internal/procfs:FuzzParseStatLine \
 	./internal/reader:FuzzReadPath \
-	./internal/sdkenv:FuzzScanResource
+	./internal/sdkenv:FuzzScanResource \
+	./internal/cmdline:FuzzSanitize
 
 MDATAGEN  := $(BIN)/mdatagen
 # Every component and package with a metadata.yaml (mdatagen's own are not).

@@ -33,6 +33,11 @@ type Identity struct {
 	// CommandLine (process.command_line) is the arguments of the command
 	// line joined with spaces.
 	CommandLine string
+	// Args (process.command_args) is the arguments of the command line as
+	// /proc/<pid>/cmdline separates them (at NUL), so that an argument
+	// that holds spaces stays one; they share CommandLine's memory. Nil
+	// when CommandLine is empty.
+	Args []string
 	// UID is the real uid from status; -1 when unknown.
 	UID int
 	// Owner (process.owner) is the user name of UID, or UID in decimal when
@@ -76,6 +81,20 @@ func creationTime(bootTime int64, startTicks uint64) time.Time {
 	secs := startTicks / ClockTicks
 	frac := startTicks % ClockTicks
 	return time.Unix(bootTime+int64(secs), int64(frac)*int64(time.Second/ClockTicks)).UTC()
+}
+
+// joinArgs returns the arguments joined with spaces, and the arguments
+// again as substrings of that line, so that keeping both costs the line
+// once.
+func joinArgs(args []string) (string, []string) {
+	line := strings.Join(args, " ")
+	out := make([]string, len(args))
+	off := 0
+	for i, a := range args {
+		out[i] = line[off : off+len(a)]
+		off += len(a) + 1
+	}
+	return line, out
 }
 
 // IdentityReader reads process identities from an FS. It caches user names.
@@ -136,7 +155,7 @@ func (r *IdentityReader) Identity(pid int) (Identity, error) {
 				id.ExecutableName = filepath.Base(id.ExecutablePath)
 			}
 			if args, err := proc.CmdLine(); err == nil && len(args) > 0 {
-				id.CommandLine = strings.Join(args, " ")
+				id.CommandLine, id.Args = joinArgs(args)
 			}
 			if status, err := proc.NewStatus(); err == nil {
 				id.UID = int(status.UIDs[0])

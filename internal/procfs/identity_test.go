@@ -325,6 +325,7 @@ func TestIdentitySelf(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, exe, id.ExecutablePath)
 	assert.Equal(t, strings.Join(os.Args, " "), id.CommandLine)
+	assert.Equal(t, os.Args, id.Args)
 	assert.Equal(t, os.Getuid(), id.UID)
 	assert.NotEmpty(t, id.Owner)
 	if fs.SameNamespace() {
@@ -347,8 +348,49 @@ func TestIdentityKernelThread(t *testing.T) {
 	assert.Equal(t, 0, id.ParentPID)
 	assert.Empty(t, id.ExecutablePath)
 	assert.Empty(t, id.CommandLine)
+	assert.Nil(t, id.Args)
 	assert.Equal(t, 0, id.UID)
 	assert.Equal(t, "", id.ContainerID)
+}
+
+// The arguments keep their boundaries, which the joined command line
+// loses: "--password" and its value are two arguments, "a b" is one.
+func TestIdentityArgs(t *testing.T) {
+	cmd := exec.Command("sh", "-c", "sleep 30; :", "arg zero", "a b", "--password", "x")
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	r := NewIdentityReader(newHostFS(t))
+	var id Identity
+	require.Eventually(t, func() bool {
+		var err error
+		id, err = r.Identity(cmd.Process.Pid)
+		return err == nil && len(id.Args) > 0 && id.Args[0] == "sh"
+	}, 10*time.Second, 5*time.Millisecond, "the child did not exec sh: %+v", id)
+	assert.Equal(t, cmd.Args, id.Args)
+	assert.Equal(t, "sh -c sleep 30; : arg zero a b --password x", id.CommandLine)
+}
+
+func TestJoinArgs(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		line string
+	}{
+		{"one", []string{"sleep"}, "sleep"},
+		{"several", []string{"sleep", "30"}, "sleep 30"},
+		{"spaces and empty arguments", []string{"sh", "-c", "sleep 1; :", "", "a b", ""}, "sh -c sleep 1; :  a b "},
+		{"none", []string{}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			line, args := joinArgs(tt.args)
+			assert.Equal(t, tt.line, line)
+			assert.Equal(t, tt.args, args)
+		})
+	}
 }
 
 func TestIdentityErrors(t *testing.T) {

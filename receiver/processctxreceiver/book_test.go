@@ -272,7 +272,7 @@ func TestBookSourceChangeIsStated(t *testing.T) {
 				require.Equal(t, []string{"state 1"}, describe(batch), "one state, the newer")
 				assert.Equal(t, tt.to, batch[0].p.Source)
 
-				w := newEventWriter(FormatSpec, time.Minute)
+				w := newEventWriter(FormatSpec, time.Minute, CommandLineSanitized)
 				w.state(batch[0].at, batch[0].p)
 				lr := w.take().ResourceLogs().At(0).ScopeLogs().At(0).LogRecords().At(0)
 				assert.Equal(t, tt.to.String(), descriptionOf(t, lr)[sourceKey])

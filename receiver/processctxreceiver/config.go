@@ -25,6 +25,19 @@ const (
 	FormatSpec = "spec"
 )
 
+// What process.command_line (and an SDK's process.command_args) carries in
+// the entity events: the command_line setting.
+const (
+	// CommandLineSanitized (the default): the command line with the values
+	// of secret-named options and assignments and the credentials of URLs
+	// replaced (internal/cmdline).
+	CommandLineSanitized = "sanitized"
+	// CommandLineFull: the command line as read.
+	CommandLineFull = "full"
+	// CommandLineNone: no command line.
+	CommandLineNone = "none"
+)
+
 // Config is the receiver's configuration. How and when the host is read
 // is the process_context extension's (its tracker's) configuration.
 type Config struct {
@@ -40,6 +53,10 @@ type Config struct {
 	Include MatchConfig `mapstructure:"include"`
 	// Exclude drops the entity events of processes whose executable matches.
 	Exclude MatchConfig `mapstructure:"exclude"`
+	// CommandLine is CommandLineSanitized, CommandLineFull or
+	// CommandLineNone: what the entity's process.command_line (and
+	// process.command_args, when its SDK published them) says.
+	CommandLine string `mapstructure:"command_line"`
 	// RetryOnFailure schedules the retries of entity events the next
 	// consumer refused with a retryable error (memory_limiter, a full
 	// queue). Events are retried until delivered, unless max_elapsed_time
@@ -65,6 +82,7 @@ func defaultRetry() configretry.BackOffConfig {
 func createDefaultConfig() *Config {
 	return &Config{
 		ReportInterval: 5 * time.Minute,
+		CommandLine:    CommandLineSanitized,
 		RetryOnFailure: defaultRetry(),
 		QueueSize:      10000,
 	}
@@ -113,6 +131,12 @@ func (c *Config) Validate() error {
 	case FormatLibrary, FormatLegacy, FormatSpec:
 	default:
 		errs = append(errs, fmt.Errorf("entity_event_format must be unset, %q or %q, got %q", FormatLegacy, FormatSpec, c.EntityEventFormat))
+	}
+	switch c.CommandLine {
+	case CommandLineSanitized, CommandLineFull, CommandLineNone:
+	default:
+		errs = append(errs, fmt.Errorf("command_line must be %q, %q or %q, got %q",
+			CommandLineSanitized, CommandLineFull, CommandLineNone, c.CommandLine))
 	}
 	errs = append(errs, c.Include.validate("include"), c.Exclude.validate("exclude"))
 	return errors.Join(errs...)
