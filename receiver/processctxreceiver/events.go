@@ -7,6 +7,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 
+	"github.com/processctx/otelcol-processctx/internal/cmdline"
 	"github.com/processctx/otelcol-processctx/internal/procfs"
 	"github.com/processctx/otelcol-processctx/internal/tracker"
 	"github.com/processctx/otelcol-processctx/receiver/processctxreceiver/internal/metadata"
@@ -54,6 +55,7 @@ const (
 	relationshipRunsOn  = "runs_on"
 	entityTypeContainer = "container"
 	entityTypePod       = "k8s.pod"
+	entityTypeHost      = "host"
 
 	// contextAttributesKey holds ProcessContext.attributes (threadlocal.*):
 	// facts about the process that are not resource attributes, kept apart.
@@ -63,27 +65,46 @@ const (
 	// attributes are what an SDK would read at start, not what a running
 	// SDK published, and a consumer may weigh them apart.
 	sourceKey = "process_context.source"
+
+	commandLineKey = "process.command_line"
+	// commandArgsKey is not ours (the host's view is process.command_line)
+	// but an SDK may publish it: the command_line setting applies to it.
+	commandArgsKey = "process.command_args"
 )
 
 // eventWriter accumulates entity events into plog.Logs, built with contrib's
 // experimentalmetricmetadata so that its consumers parse them.
 type eventWriter struct {
-	format   string // FormatLegacy, FormatSpec, or "" for the library's
-	interval time.Duration
-	logs     plog.Logs
-	records  plog.LogRecordSlice
-	events   experimentalmetricmetadata.EntityEventsSlice
+	format      string // FormatLegacy, FormatSpec, or "" for the library's
+	interval    time.Duration
+	commandLine string // CommandLineSanitized ("" too), CommandLineFull or CommandLineNone
+	// host is the host the processes run on: the events' resource
+	// (host.id, host.name), and in the specification's shape the target of
+	// each process's runs_on.
+	host    procfs.HostIdentity
+	logs    plog.Logs
+	records plog.LogRecordSlice
+	events  experimentalmetricmetadata.EntityEventsSlice
 }
 
-func newEventWriter(format string, interval time.Duration) *eventWriter {
-	w := &eventWriter{format: format, interval: interval}
+func newEventWriter(format string, interval time.Duration, commandLine string) *eventWriter {
+	w := &eventWriter{format: format, interval: interval, commandLine: commandLine}
 	w.reset()
 	return w
 }
 
+// setHost makes host the events' host, from the next batch on.
+func (w *eventWriter) setHost(host procfs.HostIdentity) {
+	w.host = host
+	w.reset()
+}
+
 func (w *eventWriter) reset() {
 	w.logs = plog.NewLogs()
-	scope := w.logs.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty()
+	rl := w.logs.ResourceLogs().AppendEmpty()
+	putNonEmpty(rl.Resource().Attributes(), "host.id", w.host.ID)
+	putNonEmpty(rl.Resource().Attributes(), "host.name", w.host.Name)
+	scope := rl.ScopeLogs().AppendEmpty()
 	scope.Scope().SetName(metadata.ScopeName)
 	scope.Scope().Attributes().PutBool(experimentalmetricmetadata.SemconvOtelEntityEventAsScope, true)
 	w.records = scope.LogRecords()
@@ -126,28 +147,32 @@ func (w *eventWriter) state(now time.Time, p *tracker.Process) {
 	desc := st.Attributes()
 	p.Context.Resource.CopyTo(desc)
 	putHostView(desc, p.Identity)
+	putCommandLine(desc, p.Identity, w.commandLine)
 	desc.PutStr(sourceKey, p.Source.String()) // after the resource: no process claims another source
 	if p.Context.Attributes.Len() > 0 {
 		p.Context.Attributes.CopyTo(lr.Attributes().PutEmptyMap(contextAttributesKey))
 	}
 	w.shape(lr)
 	if lr.EventName() == specEventState { // once shaped: the legacy shape has no field for them
-		putRelationships(lr.Attributes(), p.Identity)
+		putRelationships(lr.Attributes(), p.Identity, w.host.ID)
+		stringIDs(lr.Attributes())
 	}
 }
 
 // putRelationships adds entity.relationships for the entities the host
 // says the process runs in, when it knows of any: its container and its
-// pod, from its cgroup. They go on the process, the shorter-lived entity,
-// as the specification's placement rule asks; a delete carries none, since
-// deleting the process implicitly deletes them.
-func putRelationships(attrs pcommon.Map, id procfs.Identity) {
-	if id.ContainerID == "" && id.PodUID == "" {
+// pod, from its cgroup, and the host (hostID, its host.id). They go on the
+// process, the shorter-lived entity, as the specification's placement rule
+// asks (its own example: process runs_on host); a delete carries none,
+// since deleting the process implicitly deletes them.
+func putRelationships(attrs pcommon.Map, id procfs.Identity, hostID string) {
+	if id.ContainerID == "" && id.PodUID == "" && hostID == "" {
 		return // absent means none: no empty array
 	}
 	rels := attrs.PutEmptySlice(specEntityRelationships)
 	appendRunsOn(rels, entityTypeContainer, "container.id", id.ContainerID)
 	appendRunsOn(rels, entityTypePod, "k8s.pod.uid", id.PodUID)
+	appendRunsOn(rels, entityTypeHost, "host.id", hostID)
 }
 
 // appendRunsOn appends process -> runs_on -> the target entity whose
@@ -172,6 +197,43 @@ func (w *eventWriter) delete(now time.Time, p *tracker.Process, reason string) {
 		lr.Attributes().PutStr(legacyDeleteReason, reason)
 	}
 	w.shape(lr)
+	if lr.EventName() == specEventDelete {
+		stringIDs(lr.Attributes())
+	}
+}
+
+// stringIDs turns every value of the entity.id of a specification-shaped
+// event, and of the entity.id of each of its relationships, into a string
+// ("Keys and values MUST be strings"): process.pid in decimal. The legacy
+// shape keeps contrib's types (process.pid an int), and so do the
+// entity's description and telemetry's resources: a consumer joins the
+// two through the pid's decimal string.
+func stringIDs(attrs pcommon.Map) {
+	if id, ok := attrs.Get(specEntityID); ok && id.Type() == pcommon.ValueTypeMap {
+		stringValues(id.Map())
+	}
+	rels, ok := attrs.Get(specEntityRelationships)
+	if !ok || rels.Type() != pcommon.ValueTypeSlice {
+		return
+	}
+	for _, rel := range rels.Slice().All() {
+		if rel.Type() != pcommon.ValueTypeMap {
+			continue
+		}
+		if id, ok := rel.Map().Get(specEntityID); ok && id.Type() == pcommon.ValueTypeMap {
+			stringValues(id.Map())
+		}
+	}
+}
+
+// stringValues replaces every value of m that is not a string with its
+// string form (an int in decimal).
+func stringValues(m pcommon.Map) {
+	for _, v := range m.All() {
+		if v.Type() != pcommon.ValueTypeStr {
+			v.SetStr(v.AsString())
+		}
+	}
 }
 
 // shape turns the record into the configured shape when the library wrote
@@ -249,12 +311,59 @@ func putHostView(m pcommon.Map, id procfs.Identity) {
 	}
 	putNonEmpty(m, "process.executable.name", id.ExecutableName)
 	putNonEmpty(m, "process.executable.path", id.ExecutablePath)
-	putNonEmpty(m, "process.command_line", id.CommandLine)
 	putNonEmpty(m, "process.owner", id.Owner)
 	putNonEmpty(m, "container.id", id.ContainerID)
 	putNonEmpty(m, "k8s.pod.uid", id.PodUID)
 	if vpid := id.VPID(); vpid != id.PID {
 		m.PutInt("process.vpid", int64(vpid))
+	}
+}
+
+// putCommandLine sets process.command_line as the command_line setting
+// says: the host's, sanitized from its arguments by default, or as read;
+// none at all. What the SDK published is treated alike (its
+// process.command_line, which stays where the host has none, and its
+// process.command_args): the setting says what leaves the host, wherever
+// it was read.
+func putCommandLine(m pcommon.Map, id procfs.Identity, setting string) {
+	switch setting {
+	case CommandLineNone:
+		m.Remove(commandLineKey)
+		m.Remove(commandArgsKey)
+		return
+	case CommandLineFull:
+		putNonEmpty(m, commandLineKey, id.CommandLine)
+		return
+	}
+	switch {
+	case len(id.Args) > 0:
+		m.PutStr(commandLineKey, cmdline.Sanitize(id.Args))
+	case id.CommandLine != "":
+		m.PutStr(commandLineKey, cmdline.SanitizeLine(id.CommandLine))
+	default:
+		if v, ok := m.Get(commandLineKey); ok {
+			v.SetStr(cmdline.SanitizeLine(v.AsString()))
+		}
+	}
+	if v, ok := m.Get(commandArgsKey); ok {
+		sanitizeArgsValue(v)
+	}
+}
+
+// sanitizeArgsValue sanitizes a published process.command_args: an array
+// of arguments, or anything else as a line.
+func sanitizeArgsValue(v pcommon.Value) {
+	if v.Type() != pcommon.ValueTypeSlice {
+		v.SetStr(cmdline.SanitizeLine(v.AsString()))
+		return
+	}
+	s := v.Slice()
+	args := make([]string, s.Len())
+	for i, a := range s.All() {
+		args[i] = a.AsString()
+	}
+	for i, a := range cmdline.SanitizeArgs(args) {
+		s.At(i).SetStr(a)
 	}
 }
 

@@ -66,7 +66,7 @@ func TestEventShapes(t *testing.T) {
 		}
 		t.Run(name+map[bool]string{false: "/gate_off", true: "/gate_on"}[tt.gate], func(t *testing.T) {
 			setSpecGate(t, tt.gate)
-			w := newEventWriter(tt.format, 90*time.Second)
+			w := newEventWriter(tt.format, 90*time.Second, CommandLineSanitized)
 			p := testProcess()
 			now := time.Unix(1_800_000_000, 0)
 			w.state(now, p)
@@ -93,7 +93,13 @@ func TestEventShapes(t *testing.T) {
 			state := events.At(0)
 			require.Equal(t, experimentalmetricmetadata.EventTypeState, state.EventType())
 			assert.Equal(t, pcommon.NewTimestampFromTime(now), state.Timestamp())
-			assert.Equal(t, map[string]any{"process.pid": int64(4242), "process.creation.time": p.Identity.CreationTimeString()}, state.ID().AsRaw())
+			// The specification's ids are strings, the legacy shape's
+			// contrib's types.
+			var pid any = int64(4242)
+			if tt.wantSpec {
+				pid = "4242"
+			}
+			assert.Equal(t, map[string]any{"process.pid": pid, "process.creation.time": p.Identity.CreationTimeString()}, state.ID().AsRaw())
 			details := state.EntityStateDetails()
 			assert.Equal(t, entityTypeProcess, details.EntityType())
 			assert.Equal(t, 90*time.Second, details.Interval())
@@ -119,7 +125,7 @@ func TestEventShapes(t *testing.T) {
 // toSpec and toLegacy undo each other.
 func TestShapeRoundTrip(t *testing.T) {
 	setSpecGate(t, false)
-	w := newEventWriter(FormatLegacy, time.Minute)
+	w := newEventWriter(FormatLegacy, time.Minute, CommandLineSanitized)
 	w.state(time.Unix(1, 0), testProcess())
 	w.delete(time.Unix(2, 0), testProcess(), reasonInvalid)
 	records := w.take().ResourceLogs().At(0).ScopeLogs().At(0).LogRecords()
@@ -152,7 +158,7 @@ func envProcess() *tracker.Process {
 // stateRecord writes one state event of p in format and returns its record.
 func stateRecord(t *testing.T, format string, p *tracker.Process) plog.LogRecord {
 	t.Helper()
-	w := newEventWriter(format, time.Minute)
+	w := newEventWriter(format, time.Minute, CommandLineSanitized)
 	w.state(time.Unix(1_800_000_000, 0), p)
 	records := w.take().ResourceLogs().At(0).ScopeLogs().At(0).LogRecords()
 	require.Equal(t, 1, records.Len())
@@ -220,16 +226,24 @@ func TestRelationshipsByShape(t *testing.T) {
 		"entity.type":       "k8s.pod",
 		"entity.id":         map[string]any{"k8s.pod.uid": podUID},
 	}
+	toHost := map[string]any{
+		"relationship.type": "runs_on",
+		"entity.type":       "host",
+		"entity.id":         map[string]any{"host.id": "4c4c4544004b4e10804bb7c04f4e3532"},
+	}
 	facts := []struct {
 		name        string
 		containerID string
 		podUID      string
+		hostID      string
 		want        []any // in the specification's shape; nil: no attribute
 	}{
-		{"neither", "", "", nil},
-		{"container", containerID, "", []any{toContainer}},
-		{"pod", "", podUID, []any{toPod}},
-		{"container in a pod", containerID, podUID, []any{toContainer, toPod}},
+		{"neither", "", "", "", nil},
+		{"container", containerID, "", "", []any{toContainer}},
+		{"pod", "", podUID, "", []any{toPod}},
+		{"container in a pod", containerID, podUID, "", []any{toContainer, toPod}},
+		{"host", "", "", "4c4c4544004b4e10804bb7c04f4e3532", []any{toHost}},
+		{"container in a pod on a host", containerID, podUID, "4c4c4544004b4e10804bb7c04f4e3532", []any{toContainer, toPod, toHost}},
 	}
 	shapes := []struct {
 		format   string
@@ -253,7 +267,10 @@ func TestRelationshipsByShape(t *testing.T) {
 				setSpecGate(t, s.gate)
 				p := testProcess()
 				p.Identity.ContainerID, p.Identity.PodUID = f.containerID, f.podUID
-				w := newEventWriter(s.format, time.Minute)
+				w := newEventWriter(s.format, time.Minute, CommandLineSanitized)
+				if f.hostID != "" {
+					w.setHost(procfs.HostIdentity{ID: f.hostID, Name: "node-1"})
+				}
 				w.state(time.Unix(1, 0), p)
 				w.delete(time.Unix(2, 0), p, reasonExited)
 				records := w.take().ResourceLogs().At(0).ScopeLogs().At(0).LogRecords()
@@ -273,5 +290,183 @@ func TestRelationshipsByShape(t *testing.T) {
 				assert.NotContains(t, del.Attributes().AsRaw(), specEntityRelationships, "a delete implicitly deletes them")
 			})
 		}
+	}
+}
+
+// Every value of every entity.id of the specification's shape is a string,
+// in states, deletes and relationships, whichever way the shape was
+// reached; the legacy shape keeps process.pid an int; descriptions keep
+// it an int in both, as on telemetry's resources.
+func TestSpecEntityIDsAreStrings(t *testing.T) {
+	shapes := []struct {
+		format   string
+		gate     bool
+		wantSpec bool
+	}{
+		{FormatSpec, false, true},
+		{FormatSpec, true, true},
+		{FormatLibrary, true, true},
+		{FormatLegacy, false, false},
+		{FormatLegacy, true, false},
+		{FormatLibrary, false, false},
+	}
+	for _, s := range shapes {
+		name := s.format
+		if name == "" {
+			name = "library"
+		}
+		t.Run(name+map[bool]string{false: "/gate_off", true: "/gate_on"}[s.gate], func(t *testing.T) {
+			setSpecGate(t, s.gate)
+			p := testProcess()
+			p.Identity.ContainerID = "3f4e5d6c7b8a99887766554433221100ffeeddccbbaa00112233445566778899"
+			p.Identity.PodUID = "0d3a4c5e-6f70-4182-93a4-b5c6d7e8f901"
+			w := newEventWriter(s.format, time.Minute, CommandLineSanitized)
+			w.state(time.Unix(1, 0), p)
+			w.delete(time.Unix(2, 0), p, reasonExited)
+			records := w.take().ResourceLogs().At(0).ScopeLogs().At(0).LogRecords()
+			require.Equal(t, 2, records.Len())
+			idKey := legacyEntityID
+			if s.wantSpec {
+				idKey = specEntityID
+			}
+			for _, lr := range records.All() {
+				require.Equal(t, s.wantSpec, lr.EventName() != "", "shape")
+				id, ok := lr.Attributes().Get(idKey)
+				require.True(t, ok, "%s in %v", idKey, lr.Attributes().AsRaw())
+				if !s.wantSpec {
+					assert.Equal(t, int64(4242), id.Map().AsRaw()["process.pid"], "legacy: contrib's types")
+					continue
+				}
+				assert.Equal(t, map[string]any{"process.pid": "4242", "process.creation.time": p.Identity.CreationTimeString()}, id.Map().AsRaw())
+				assertStringIDs(t, lr.Attributes())
+			}
+			assert.Equal(t, int64(4242), descriptionOf(t, records.At(0))["process.pid"], "the description keeps the resource's type")
+		})
+	}
+}
+
+// assertStringIDs fails unless every value of the event's entity.id and
+// of its relationships' is a string.
+func assertStringIDs(t *testing.T, attrs pcommon.Map) {
+	t.Helper()
+	ids := []pcommon.Value{}
+	if id, ok := attrs.Get(specEntityID); ok {
+		ids = append(ids, id)
+	}
+	if rels, ok := attrs.Get(specEntityRelationships); ok {
+		for _, rel := range rels.Slice().All() {
+			id, ok := rel.Map().Get(specEntityID)
+			require.True(t, ok, "a relationship without entity.id: %v", rel.AsRaw())
+			ids = append(ids, id)
+		}
+	}
+	require.NotEmpty(t, ids)
+	for _, id := range ids {
+		require.Equal(t, pcommon.ValueTypeMap, id.Type())
+		for k, v := range id.Map().All() {
+			assert.Equal(t, pcommon.ValueTypeStr, v.Type(), "entity.id %s = %s", k, v.AsString())
+		}
+	}
+}
+
+func TestStringValues(t *testing.T) {
+	m := pcommon.NewMap()
+	m.PutInt("process.pid", 4242)
+	m.PutStr("process.creation.time", "2023-11-14T22:13:30Z")
+	m.PutBool("b", true)
+	m.PutDouble("d", 1.5)
+	stringValues(m)
+	assert.Equal(t, map[string]any{"process.pid": "4242", "process.creation.time": "2023-11-14T22:13:30Z", "b": "true", "d": "1.5"}, m.AsRaw())
+}
+
+// The command_line setting: the host's command line sanitized from its
+// arguments by default, as read with full, absent with none; what an SDK
+// published is treated alike, in both shapes.
+func TestCommandLineSetting(t *testing.T) {
+	args := []string{"java", "-Dspring.datasource.password=S3cret", "-jar", "app.jar", "--api-key", "sk-123", "--port", "8080"}
+	const (
+		full      = "java -Dspring.datasource.password=S3cret -jar app.jar --api-key sk-123 --port 8080"
+		sanitized = "java -Dspring.datasource.password=**** -jar app.jar --api-key **** --port 8080"
+	)
+	host := func(p *tracker.Process) {
+		p.Identity.Args = args
+		p.Identity.CommandLine = full
+	}
+	lineOnly := func(p *tracker.Process) { p.Identity.CommandLine = full } // no arguments: split at spaces
+	published := func(p *tracker.Process) {
+		p.Context.Resource.PutStr("process.command_line", full)
+		s := p.Context.Resource.PutEmptySlice("process.command_args")
+		for _, a := range args {
+			s.AppendEmpty().SetStr(a)
+		}
+	}
+	both := func(p *tracker.Process) { host(p); published(p) }
+	sanitizedArgs := []any{"java", "-Dspring.datasource.password=****", "-jar", "app.jar", "--api-key", "****", "--port", "8080"}
+	fullArgs := []any{"java", "-Dspring.datasource.password=S3cret", "-jar", "app.jar", "--api-key", "sk-123", "--port", "8080"}
+	tests := []struct {
+		name     string
+		setting  string
+		set      func(*tracker.Process)
+		wantLine any // nil: absent
+		wantArgs any // nil: absent
+	}{
+		{"sanitized/host", CommandLineSanitized, host, sanitized, nil},
+		{"sanitized/host line only", CommandLineSanitized, lineOnly, sanitized, nil},
+		{"sanitized/published", CommandLineSanitized, published, sanitized, sanitizedArgs},
+		{"sanitized/host wins", CommandLineSanitized, both, sanitized, sanitizedArgs},
+		{"sanitized/none known", CommandLineSanitized, func(*tracker.Process) {}, nil, nil},
+		{"unset is sanitized", "", host, sanitized, nil},
+		{"full/host", CommandLineFull, host, full, nil},
+		{"full/published", CommandLineFull, published, full, fullArgs},
+		{"none/host", CommandLineNone, host, nil, nil},
+		{"none/published", CommandLineNone, both, nil, nil},
+	}
+	for _, tt := range tests {
+		for _, format := range []string{FormatLegacy, FormatSpec} {
+			t.Run(tt.name+"/"+format, func(t *testing.T) {
+				p := testProcess()
+				tt.set(p)
+				w := newEventWriter(format, time.Minute, tt.setting)
+				w.state(time.Unix(1, 0), p)
+				records := w.take().ResourceLogs().At(0).ScopeLogs().At(0).LogRecords()
+				desc := descriptionOf(t, records.At(0))
+				assert.Equal(t, tt.wantLine, desc["process.command_line"])
+				assert.Equal(t, tt.wantArgs, desc["process.command_args"])
+				assert.Equal(t, "checkout", desc["service.name"], "the rest stays")
+				if tt.setting != CommandLineFull {
+					b, err := (&plog.JSONMarshaler{}).MarshalLogs(w.logs)
+					require.NoError(t, err)
+					assert.NotContains(t, string(b), "S3cret")
+				}
+			})
+		}
+	}
+}
+
+func TestSanitizeArgsValue(t *testing.T) {
+	v := pcommon.NewValueStr("app --token abc")
+	sanitizeArgsValue(v)
+	assert.Equal(t, "app --token ****", v.Str(), "not an array: a line")
+	v = pcommon.NewValueSlice()
+	v.Slice().AppendEmpty().SetStr("app")
+	v.Slice().AppendEmpty().SetStr("--token")
+	v.Slice().AppendEmpty().SetInt(42)
+	sanitizeArgsValue(v)
+	assert.Equal(t, []any{"app", "--token", "****"}, v.Slice().AsRaw())
+}
+
+// The events' resource names the host the processes run on, in every
+// shape, as contrib's resourcedetection system detector would.
+func TestEventsResourceNamesTheHost(t *testing.T) {
+	for _, format := range []string{FormatSpec, FormatLegacy} {
+		w := newEventWriter(format, time.Minute, CommandLineSanitized)
+		w.setHost(procfs.HostIdentity{ID: "abc123", Name: "node-1"})
+		w.state(time.Unix(1, 0), testProcess())
+		res := w.take().ResourceLogs().At(0).Resource().Attributes().AsRaw()
+		assert.Equal(t, map[string]any{"host.id": "abc123", "host.name": "node-1"}, res, format)
+		// Not known: not said.
+		w.setHost(procfs.HostIdentity{})
+		w.state(time.Unix(1, 0), testProcess())
+		assert.Empty(t, w.take().ResourceLogs().At(0).Resource().Attributes().AsRaw(), format)
 	}
 }

@@ -60,7 +60,7 @@ func newReceiver(set receiver.Settings, cfg *Config, next consumer.Logs) (*proce
 	r := &processContextReceiver{
 		cfg: cfg, settings: set, next: next, telemetry: tb, obsrecv: obsrecv, now: time.Now,
 		book:     newBook(cfg),
-		events:   newEventWriter(cfg.EntityEventFormat, cfg.ReportInterval),
+		events:   newEventWriter(cfg.EntityEventFormat, cfg.ReportInterval, cfg.CommandLine),
 		delivery: newDeliveryState(cfg.RetryOnFailure),
 	}
 	for d := range numDropReasons {
@@ -82,6 +82,7 @@ func (r *processContextReceiver) Start(ctx context.Context, host component.Host)
 		return fmt.Errorf("process_context receiver: subscribe to the process tracker: %w", err)
 	}
 	r.unsubscribe = unsubscribe
+	r.events.setHost(tr.HostIdentity())
 	r.stopStatus = trackerstatus.Watch(host, tr)
 	loopCtx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel

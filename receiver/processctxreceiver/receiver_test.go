@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"os/user"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -79,7 +80,15 @@ func decodeEvent(t testing.TB, lr plog.LogRecord) event {
 	}
 	require.NotEmpty(t, e.kind, "event type of %v", a)
 	require.Len(t, id, 2, "entity id %v", id)
-	e.pid = int(id["process.pid"].(int64))
+	if lr.EventName() != "" { // the specification's ids are strings
+		pid, ok := id["process.pid"].(string)
+		require.True(t, ok, "entity.id process.pid %#v is not a string", id["process.pid"])
+		var err error
+		e.pid, err = strconv.Atoi(pid)
+		require.NoError(t, err)
+	} else {
+		e.pid = int(id["process.pid"].(int64))
+	}
 	e.creationTime = id["process.creation.time"].(string)
 	require.NotEmpty(t, e.creationTime)
 	e.contextAttrs, _ = a[contextAttributesKey].(map[string]any)

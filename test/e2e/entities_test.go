@@ -1,15 +1,21 @@
 package e2e
 
 import (
+	"os"
+	"os/exec"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 
 	"github.com/processctx/otelcol-processctx/internal/otep"
+	"github.com/processctx/otelcol-processctx/internal/procfs"
 	"github.com/processctx/otelcol-processctx/internal/pubtest"
 )
 
@@ -54,7 +60,12 @@ func entityEventOf(lr plog.LogRecord) entityEvent {
 		keys = map[string]string{"id": "entity.id", "attrs": "entity.description", "reason": "entity.delete.reason"}
 	}
 	id, _ := a[keys["id"]].(map[string]any)
-	e.pid, _ = id["process.pid"].(int64)
+	switch pid := id["process.pid"].(type) {
+	case int64: // the legacy shape: contrib's types
+		e.pid = pid
+	case string: // the specification's: every entity.id value a string
+		e.pid, _ = strconv.ParseInt(pid, 10, 64)
+	}
 	e.created, _ = id["process.creation.time"].(string)
 	e.attrs, _ = a[keys["attrs"]].(map[string]any)
 	e.reason, _ = a[keys["reason"]].(string)
@@ -108,6 +119,108 @@ func TestEntityEventsThroughTheCollector(t *testing.T) {
 	c = waitEntityEvents(t, server, cPub.Pid, 2)
 	assert.Equal(t, "entity_delete", c[1].kind)
 	assert.Equal(t, "process_exited", c[1].reason)
+}
+
+// Through the built collector at the receiver's defaults, in the
+// specification's shape: the secrets of a command line do not leave the
+// collector while its other arguments do, and every entity.id value, of
+// the state and of the delete, is a string.
+func TestCommandLineAndSpecIDsThroughTheCollector(t *testing.T) {
+	server := startOTLPServer(t)
+	cfg := entitiesConfig(server.addr)
+	const receiver = "receivers:\n  process_context:\n"
+	require.Contains(t, cfg, receiver)
+	startCollector(t, strings.Replace(cfg, receiver, receiver+"    entity_event_format: spec\n", 1))
+
+	const secret = "e2e-cmdline-S3CRET"
+	cmd := exec.Command("sh", "-c", "sleep 600; :", "sh", "--password", secret, "--api-key="+secret,
+		"DB_TOKEN="+secret, "postgresql://app:"+secret+"@db/orders", "--keep", "visible")
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "OTEL_SERVICE_NAME=e2e-cmdline"}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // the shell and its sleep end together
+	require.NoError(t, cmd.Start())
+	pid := cmd.Process.Pid
+	kill := func() { _ = syscall.Kill(-pid, syscall.SIGKILL); _ = cmd.Wait() }
+	t.Cleanup(kill)
+
+	e := waitEntityEvents(t, server, pid, 1)[0]
+	assert.Equal(t, "entity_state", e.kind)
+	assert.Equal(t, "e2e-cmdline", e.attrs["service.name"])
+	assert.Equal(t, "sh -c sleep 600; : sh --password **** --api-key=**** DB_TOKEN=**** postgresql://app:****@db/orders --keep visible",
+		e.attrs["process.command_line"])
+	assert.Equal(t, int64(pid), e.attrs["process.pid"], "the description keeps the resource's type")
+
+	kill()
+	require.Eventually(t, func() bool {
+		for _, e := range entityEvents(server.allLogs()) {
+			if e.pid == int64(pid) && e.kind == "entity_delete" {
+				return true
+			}
+		}
+		return false
+	}, 20*time.Second, 50*time.Millisecond, "the delete of pid %d", pid)
+
+	var ids int
+	host := thisHost(t)
+	for _, l := range server.allLogs() {
+		b, err := (&plog.JSONMarshaler{}).MarshalLogs(l)
+		require.NoError(t, err)
+		assert.NotContains(t, string(b), secret)
+		for _, rl := range l.ResourceLogs().All() {
+			// The events' resource names the host.
+			assert.Equal(t, host.Name, rl.Resource().Attributes().AsRaw()["host.name"])
+			if host.ID != "" {
+				assert.Equal(t, host.ID, rl.Resource().Attributes().AsRaw()["host.id"])
+			}
+			for _, sl := range rl.ScopeLogs().All() {
+				for _, lr := range sl.LogRecords().All() {
+					ids += assertStringEntityIDs(t, lr)
+					if lr.EventName() == "entity.state" && host.ID != "" {
+						assert.Contains(t, lr.Attributes().AsRaw()["entity.relationships"], hostRunsOn(host.ID))
+					}
+				}
+			}
+		}
+	}
+	assert.GreaterOrEqual(t, ids, 2, "the state's and the delete's")
+}
+
+// thisHost is the identity the collector, run on this host with root_path
+// "/", gives it.
+func thisHost(t *testing.T) procfs.HostIdentity {
+	t.Helper()
+	fs, err := procfs.NewFS("/")
+	require.NoError(t, err)
+	return fs.HostIdentity()
+}
+
+// hostRunsOn is a process's relationship to the host whose host.id is id.
+func hostRunsOn(id string) map[string]any {
+	return map[string]any{"relationship.type": "runs_on", "entity.type": "host", "entity.id": map[string]any{"host.id": id}}
+}
+
+// assertStringEntityIDs fails unless every value of a spec-shaped event's
+// entity.id, and of its relationships', is a string; it returns how many
+// ids it checked.
+func assertStringEntityIDs(t *testing.T, lr plog.LogRecord) int {
+	t.Helper()
+	require.NotEmpty(t, lr.EventName(), "the specification's shape: %v", lr.Attributes().AsRaw())
+	var ids []pcommon.Value
+	if id, ok := lr.Attributes().Get("entity.id"); ok {
+		ids = append(ids, id)
+	}
+	if rels, ok := lr.Attributes().Get("entity.relationships"); ok {
+		for _, rel := range rels.Slice().All() {
+			id, _ := rel.Map().Get("entity.id")
+			ids = append(ids, id)
+		}
+	}
+	for _, id := range ids {
+		require.Equal(t, pcommon.ValueTypeMap, id.Type(), "entity.id of %v", lr.Attributes().AsRaw())
+		for k, v := range id.Map().All() {
+			assert.Equal(t, pcommon.ValueTypeStr, v.Type(), "entity.id %s: %s", k, v.AsString())
+		}
+	}
+	return len(ids)
 }
 
 func TestHostilePublishersAndSIGTERM(t *testing.T) {

@@ -293,7 +293,7 @@ func TestEnvironmentIdentityInAContainer(t *testing.T) {
 					for _, lr := range sl.LogRecords().All() {
 						eid, _ := lr.Attributes().Get("entity.id")
 						if lr.EventName() == "entity.state" && eid.Type() == pcommon.ValueTypeMap &&
-							fmt.Sprint(eid.Map().AsRaw()["process.pid"]) == hostPid {
+							eid.Map().AsRaw()["process.pid"] == hostPid { // a string: the pid in decimal
 							state = lr
 							return true
 						}
@@ -307,9 +307,14 @@ func TestEnvironmentIdentityInAContainer(t *testing.T) {
 	desc, _ := a["entity.description"].(map[string]any)
 	assert.Equal(t, "env-in-a-container", desc["service.name"])
 	assert.Equal(t, "environment", desc["process_context.source"])
-	assert.Equal(t, []any{map[string]any{
+	want := []any{map[string]any{
 		"relationship.type": "runs_on", "entity.type": "container", "entity.id": map[string]any{"container.id": id},
-	}}, a["entity.relationships"])
+	}}
+	if host := thisHost(t); host.ID != "" {
+		want = append(want, hostRunsOn(host.ID))
+	}
+	assert.Equal(t, want, a["entity.relationships"])
+	assertStringEntityIDs(t, state)
 	b, err := (&plog.JSONMarshaler{}).MarshalLogs(server.allLogs()[0])
 	require.NoError(t, err)
 	assert.NotContains(t, string(b), envSecret)
