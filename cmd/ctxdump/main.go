@@ -173,6 +173,9 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 		return fmt.Errorf("scan the host: %w", err)
 	}
 	changes.take() // the listing below shows it all
+	if err := readDue(ctx, tr, o); err != nil {
+		return err
+	}
 	if err := list(tr, o, out, errOut); err != nil {
 		return err
 	}
@@ -209,6 +212,36 @@ func open(o options, errOut io.Writer) (*tracker.Tracker, error) {
 	}
 	tr.Start()
 	return tr, nil
+}
+
+// readDue reads, and waits for, the processes to show whose read is due
+// (tracker.OutcomeUnknown): one that exec'd while the tracker started, say,
+// known from its exec event and not read yet.
+func readDue(ctx context.Context, tr *tracker.Tracker, o options) error {
+	pids, err := pidsOf(o)
+	if err != nil {
+		return err
+	}
+	snap := tr.Snapshot()
+	due := slices.DeleteFunc(pids, func(pid int) bool {
+		p, outcome := snap.Lookup(pid)
+		return p != nil || outcome != tracker.OutcomeUnknown
+	})
+	// Each read has its deadline: as long as one, and a little more.
+	within := o.timeout + time.Second
+	done := tr.Probe(due, within)
+	if done == nil {
+		return nil
+	}
+	timer := time.NewTimer(within)
+	defer timer.Stop()
+	select {
+	case <-done:
+	case <-timer.C:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return nil
 }
 
 // list prints the publications, then the processes that cannot be read.
