@@ -171,13 +171,13 @@ func (c *Config) Validate() error {
 		if d <= 0 {
 			errs = append(errs, fmt.Errorf("%s must be positive, got %s", key, d))
 		}
-		errs = append(errs, belowFloor(key, d, least))
+		errs = append(errs, BelowFloor(key, d, least, 0))
 	}
 	notNegative := func(key string, d, least time.Duration) {
 		if d < 0 {
 			errs = append(errs, fmt.Errorf("%s must not be negative, got %s", key, d))
 		}
-		errs = append(errs, belowFloor(key, d, least))
+		errs = append(errs, BelowFloor(key, d, least, 0))
 	}
 	if c.RootPath == "" || !filepath.IsAbs(c.RootPath) {
 		errs = append(errs, fmt.Errorf("root_path must be an absolute path, got %q", c.RootPath))
@@ -211,7 +211,7 @@ func (c *Config) Validate() error {
 	if c.RescanMaxInterval < c.RescanInterval {
 		errs = append(errs, fmt.Errorf("rescan_max_interval (%s) must not be less than rescan_interval (%s)", c.RescanMaxInterval, c.RescanInterval))
 	}
-	errs = append(errs, belowFloor("rescan_max_interval", c.RescanMaxInterval, floorRescanInterval))
+	errs = append(errs, BelowFloor("rescan_max_interval", c.RescanMaxInterval, floorRescanInterval, 0))
 	if c.RescanBudget <= 0 {
 		errs = append(errs, fmt.Errorf("rescan_budget must be positive, got %d", c.RescanBudget))
 	}
@@ -229,8 +229,6 @@ func (c *Config) Validate() error {
 	}
 	return errors.Join(errs...)
 }
-
-func belowFloor(key string, d, least time.Duration) error { return BelowFloor(key, d, least, 0) }
 
 // BelowFloor refuses a positive duration d of the setting key below least,
 // and says what a number without a unit means: a value below a

@@ -77,9 +77,6 @@ func (t *Tracker) noteRecheck(pid int, p *proc) {
 	if !t.cfg.uses(SourceContext) || t.events.live&PublicationEvents != 0 || len(q.q)-q.head >= maxPlanned {
 		return
 	}
-	if q.head > 0 && q.head == len(q.q) {
-		q.q, q.head = q.q[:0], 0
-	}
 	q.q = append(q.q, plannedRead{at: p.lookedAt + int64(t.cfg.RecheckInterval), pid: int32(pid), serial: p.serial})
 }
 
@@ -100,7 +97,9 @@ func (t *Tracker) markRechecks() {
 			t.touch(int(e.pid))
 		}
 	}
-	if q.head > len(q.q)/2 && q.head > 1024 {
+	// Reuse the space of the entries gone: at once when none is left,
+	// else once they are most of it.
+	if q.head == len(q.q) || q.head > len(q.q)/2 && q.head > 1024 {
 		q.q, q.head = append(q.q[:0], q.q[q.head:]...), 0
 	}
 }

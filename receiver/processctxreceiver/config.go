@@ -110,12 +110,12 @@ func (c *Config) Validate() error {
 	if c.ReportInterval <= 0 {
 		errs = append(errs, fmt.Errorf("report_interval must be positive, got %s", c.ReportInterval))
 	}
-	errs = append(errs, belowFloor("report_interval", c.ReportInterval, floorReportInterval),
-		belowFloor("retry_on_failure.max_elapsed_time", c.RetryOnFailure.MaxElapsedTime, floorRetryMaxElapsed))
+	errs = append(errs, tracker.BelowFloor("report_interval", c.ReportInterval, floorReportInterval, 0),
+		tracker.BelowFloor("retry_on_failure.max_elapsed_time", c.RetryOnFailure.MaxElapsedTime, floorRetryMaxElapsed, 0))
 	if r := c.RetryOnFailure; r.Enabled {
 		errs = append(errs,
-			belowFloor("retry_on_failure.initial_interval", r.InitialInterval, floorRetryInterval),
-			belowFloor("retry_on_failure.max_interval", r.MaxInterval, floorRetryInterval))
+			tracker.BelowFloor("retry_on_failure.initial_interval", r.InitialInterval, floorRetryInterval, 0),
+			tracker.BelowFloor("retry_on_failure.max_interval", r.MaxInterval, floorRetryInterval, 0))
 		// 0 retries without a pause; a negative value confmap refuses.
 		if r.InitialInterval == 0 {
 			errs = append(errs, errors.New("retry_on_failure.initial_interval must be positive while retry_on_failure is enabled, got 0s"))
@@ -140,8 +140,4 @@ func (c *Config) Validate() error {
 	}
 	errs = append(errs, c.Include.validate("include"), c.Exclude.validate("exclude"))
 	return errors.Join(errs...)
-}
-
-func belowFloor(key string, d, least time.Duration) error {
-	return tracker.BelowFloor(key, d, least, 0)
 }
