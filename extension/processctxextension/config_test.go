@@ -1,7 +1,6 @@
 package processctxextension
 
 import (
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"go.opentelemetry.io/collector/confmap/confmaptest"
 
 	"github.com/processctx/otelcol-processctx/extension/processctxextension/internal/metadata"
+	"github.com/processctx/otelcol-processctx/internal/configtest"
 	"github.com/processctx/otelcol-processctx/internal/tracker"
 )
 
@@ -114,13 +114,7 @@ func TestDurationFloors(t *testing.T) {
 		{"warning_interval: 300", "warning_interval: 300ns is below the floor of 1s; a duration without a unit is in nanoseconds: write 300s"},
 	} {
 		t.Run(tt.yaml, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "config.yaml")
-			require.NoError(t, os.WriteFile(path, []byte(tt.yaml), 0o600))
-			cm, err := confmaptest.LoadConf(path)
-			require.NoError(t, err)
-			cfg := NewFactory().CreateDefaultConfig()
-			require.NoError(t, cm.Unmarshal(cfg))
-			err = confmap.Validate(cfg)
+			err := configtest.Validate(t, NewFactory(), tt.yaml)
 			if tt.want == "" {
 				require.NoError(t, err)
 				return

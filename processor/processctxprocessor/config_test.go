@@ -1,7 +1,6 @@
 package processctxprocessor
 
 import (
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/confmap/confmaptest"
 
+	"github.com/processctx/otelcol-processctx/internal/configtest"
 	"github.com/processctx/otelcol-processctx/processor/processctxprocessor/internal/metadata"
 )
 
@@ -115,13 +115,7 @@ func TestLookupTimeoutFloor(t *testing.T) {
 		{"lookup_timeout: 0s", "lookup_timeout must be positive and at most 5s, got 0s"},
 	} {
 		t.Run(tt.yaml, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "config.yaml")
-			require.NoError(t, os.WriteFile(path, []byte(tt.yaml), 0o600))
-			cm, err := confmaptest.LoadConf(path)
-			require.NoError(t, err)
-			cfg := NewFactory().CreateDefaultConfig()
-			require.NoError(t, cm.Unmarshal(cfg))
-			err = confmap.Validate(cfg)
+			err := configtest.Validate(t, NewFactory(), tt.yaml)
 			if tt.want == "" {
 				require.NoError(t, err)
 				return

@@ -1,7 +1,6 @@
 package processctxreceiver
 
 import (
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/confmap/confmaptest"
 
+	"github.com/processctx/otelcol-processctx/internal/configtest"
 	"github.com/processctx/otelcol-processctx/receiver/processctxreceiver/internal/metadata"
 )
 
@@ -83,19 +83,6 @@ func TestConfigStruct(t *testing.T) {
 	require.NoError(t, componenttest.CheckConfigStruct(createDefaultConfig()))
 }
 
-// loadYAML unmarshals and validates the receiver's configuration written
-// as YAML, as the collector does with a config file.
-func loadYAML(t *testing.T, yaml string) error {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "config.yaml")
-	require.NoError(t, os.WriteFile(path, []byte(yaml), 0o600))
-	cm, err := confmaptest.LoadConf(path)
-	require.NoError(t, err)
-	cfg := NewFactory().CreateDefaultConfig()
-	require.NoError(t, cm.Unmarshal(cfg))
-	return confmap.Validate(cfg)
-}
-
 // Every duration has a floor: below it the configuration is refused with a
 // message that names the key and the floor and, for a value below a
 // millisecond, says that a number without a unit is nanoseconds.
@@ -119,7 +106,7 @@ func TestDurationFloors(t *testing.T) {
 		{"retry_on_failure: {max_elapsed_time: 1h}", ""},
 	} {
 		t.Run(tt.yaml, func(t *testing.T) {
-			err := loadYAML(t, tt.yaml)
+			err := configtest.Validate(t, NewFactory(), tt.yaml)
 			if tt.want == "" {
 				require.NoError(t, err)
 				return

@@ -43,11 +43,12 @@ func testProcess() *tracker.Process {
 	}
 }
 
-// The events are what contrib's experimentalmetricmetadata parses, in the
-// shape its gate selects (the default format) or the shape asked for, and
-// the scope carries the receiver's name and the event-as-log marker.
-func TestEventShapes(t *testing.T) {
-	tests := []struct {
+// eachShape runs fn in a subtest for each entity_event_format with the
+// library's feature gate off and on (the library writes the gate's shape,
+// turned into the format's when they differ); wantSpec says whether the
+// events come out in the specification's shape.
+func eachShape(t *testing.T, fn func(t *testing.T, format string, wantSpec bool)) {
+	for _, s := range []struct {
 		format   string
 		gate     bool
 		wantSpec bool
@@ -58,68 +59,76 @@ func TestEventShapes(t *testing.T) {
 		{FormatLegacy, true, false},
 		{FormatSpec, false, true},
 		{FormatSpec, true, true},
-	}
-	for _, tt := range tests {
-		name := tt.format
+	} {
+		name := s.format
 		if name == "" {
 			name = "library"
 		}
-		t.Run(name+map[bool]string{false: "/gate_off", true: "/gate_on"}[tt.gate], func(t *testing.T) {
-			setSpecGate(t, tt.gate)
-			w := newEventWriter(tt.format, 90*time.Second, CommandLineSanitized)
-			p := testProcess()
-			now := time.Unix(1_800_000_000, 0)
-			w.state(now, p)
-			w.delete(now, p, reasonExited)
-			logs := w.take()
-			assert.Zero(t, w.len(), "take starts a new batch")
-
-			sl := logs.ResourceLogs().At(0).ScopeLogs().At(0)
-			marker, _ := sl.Scope().Attributes().Get(experimentalmetricmetadata.SemconvOtelEntityEventAsScope)
-			assert.True(t, marker.Bool())
-			records := sl.LogRecords()
-			require.Equal(t, 2, records.Len())
-			for _, lr := range records.All() {
-				assert.Equal(t, tt.wantSpec, lr.EventName() != "", "spec shape")
-				assert.Equal(t, pcommon.NewTimestampFromTime(now), lr.ObservedTimestamp())
-			}
-			ctxAttrs, ok := records.At(0).Attributes().Get(contextAttributesKey)
-			require.True(t, ok)
-			assert.Equal(t, "tlsdesc_v1_dev", ctxAttrs.Map().AsRaw()["threadlocal.schema_version"])
-
-			// Parse as a consumer would, with the gate of the shape.
-			setSpecGate(t, tt.wantSpec)
-			events := experimentalmetricmetadata.NewEntityEventsSliceFromLogs(records)
-			state := events.At(0)
-			require.Equal(t, experimentalmetricmetadata.EventTypeState, state.EventType())
-			assert.Equal(t, pcommon.NewTimestampFromTime(now), state.Timestamp())
-			// The specification's ids are strings, the legacy shape's
-			// contrib's types.
-			var pid any = int64(4242)
-			if tt.wantSpec {
-				pid = "4242"
-			}
-			assert.Equal(t, map[string]any{"process.pid": pid, "process.creation.time": p.Identity.CreationTimeString()}, state.ID().AsRaw())
-			details := state.EntityStateDetails()
-			assert.Equal(t, entityTypeProcess, details.EntityType())
-			assert.Equal(t, 90*time.Second, details.Interval())
-			desc := details.Attributes().AsRaw()
-			assert.Equal(t, "checkout", desc["service.name"])
-			assert.Equal(t, "java", desc["process.executable.name"])
-			assert.Equal(t, int64(7), desc["process.vpid"])
-
-			del := events.At(1)
-			require.Equal(t, experimentalmetricmetadata.EventTypeDelete, del.EventType())
-			assert.Equal(t, entityTypeProcess, del.EntityDeleteDetails().EntityType())
-			assert.Equal(t, state.ID().AsRaw(), del.ID().AsRaw())
-			if tt.wantSpec {
-				assert.Equal(t, reasonExited, del.EntityDeleteDetails().DeletionReason())
-			} else {
-				v, _ := records.At(1).Attributes().Get(legacyDeleteReason)
-				assert.Equal(t, reasonExited, v.Str())
-			}
+		t.Run(name+map[bool]string{false: "/gate_off", true: "/gate_on"}[s.gate], func(t *testing.T) {
+			setSpecGate(t, s.gate)
+			fn(t, s.format, s.wantSpec)
 		})
 	}
+}
+
+// The events are what contrib's experimentalmetricmetadata parses, in the
+// shape its gate selects (the default format) or the shape asked for, and
+// the scope carries the receiver's name and the event-as-log marker.
+func TestEventShapes(t *testing.T) {
+	eachShape(t, func(t *testing.T, format string, wantSpec bool) {
+		w := newEventWriter(format, 90*time.Second, CommandLineSanitized)
+		p := testProcess()
+		now := time.Unix(1_800_000_000, 0)
+		w.state(now, p)
+		w.delete(now, p, reasonExited)
+		logs := w.take()
+		assert.Zero(t, w.len(), "take starts a new batch")
+
+		sl := logs.ResourceLogs().At(0).ScopeLogs().At(0)
+		marker, _ := sl.Scope().Attributes().Get(experimentalmetricmetadata.SemconvOtelEntityEventAsScope)
+		assert.True(t, marker.Bool())
+		records := sl.LogRecords()
+		require.Equal(t, 2, records.Len())
+		for _, lr := range records.All() {
+			assert.Equal(t, wantSpec, lr.EventName() != "", "spec shape")
+			assert.Equal(t, pcommon.NewTimestampFromTime(now), lr.ObservedTimestamp())
+		}
+		ctxAttrs, ok := records.At(0).Attributes().Get(contextAttributesKey)
+		require.True(t, ok)
+		assert.Equal(t, "tlsdesc_v1_dev", ctxAttrs.Map().AsRaw()["threadlocal.schema_version"])
+
+		// Parse as a consumer would, with the gate of the shape.
+		setSpecGate(t, wantSpec)
+		events := experimentalmetricmetadata.NewEntityEventsSliceFromLogs(records)
+		state := events.At(0)
+		require.Equal(t, experimentalmetricmetadata.EventTypeState, state.EventType())
+		assert.Equal(t, pcommon.NewTimestampFromTime(now), state.Timestamp())
+		// The specification's ids are strings, the legacy shape's
+		// contrib's types.
+		var pid any = int64(4242)
+		if wantSpec {
+			pid = "4242"
+		}
+		assert.Equal(t, map[string]any{"process.pid": pid, "process.creation.time": p.Identity.CreationTimeString()}, state.ID().AsRaw())
+		details := state.EntityStateDetails()
+		assert.Equal(t, entityTypeProcess, details.EntityType())
+		assert.Equal(t, 90*time.Second, details.Interval())
+		desc := details.Attributes().AsRaw()
+		assert.Equal(t, "checkout", desc["service.name"])
+		assert.Equal(t, "java", desc["process.executable.name"])
+		assert.Equal(t, int64(7), desc["process.vpid"])
+
+		del := events.At(1)
+		require.Equal(t, experimentalmetricmetadata.EventTypeDelete, del.EventType())
+		assert.Equal(t, entityTypeProcess, del.EntityDeleteDetails().EntityType())
+		assert.Equal(t, state.ID().AsRaw(), del.ID().AsRaw())
+		if wantSpec {
+			assert.Equal(t, reasonExited, del.EntityDeleteDetails().DeletionReason())
+		} else {
+			v, _ := records.At(1).Attributes().Get(legacyDeleteReason)
+			assert.Equal(t, reasonExited, v.Str())
+		}
+	})
 }
 
 // toSpec and toLegacy undo each other.
@@ -245,29 +254,12 @@ func TestRelationshipsByShape(t *testing.T) {
 		{"host", "", "", "4c4c4544004b4e10804bb7c04f4e3532", []any{toHost}},
 		{"container in a pod on a host", containerID, podUID, "4c4c4544004b4e10804bb7c04f4e3532", []any{toContainer, toPod, toHost}},
 	}
-	shapes := []struct {
-		format   string
-		gate     bool // the library's shape, turned into format's when they differ
-		wantSpec bool
-	}{
-		{FormatSpec, false, true},
-		{FormatSpec, true, true},
-		{FormatLibrary, true, true},
-		{FormatLegacy, false, false},
-		{FormatLegacy, true, false},
-		{FormatLibrary, false, false},
-	}
 	for _, f := range facts {
-		for _, s := range shapes {
-			name := s.format
-			if name == "" {
-				name = "library"
-			}
-			t.Run(f.name+"/"+name+map[bool]string{false: "/gate_off", true: "/gate_on"}[s.gate], func(t *testing.T) {
-				setSpecGate(t, s.gate)
+		t.Run(f.name, func(t *testing.T) {
+			eachShape(t, func(t *testing.T, format string, wantSpec bool) {
 				p := testProcess()
 				p.Identity.ContainerID, p.Identity.PodUID = f.containerID, f.podUID
-				w := newEventWriter(s.format, time.Minute, CommandLineSanitized)
+				w := newEventWriter(format, time.Minute, CommandLineSanitized)
 				if f.hostID != "" {
 					w.setHost(procfs.HostIdentity{ID: f.hostID, Name: "node-1"})
 				}
@@ -276,10 +268,10 @@ func TestRelationshipsByShape(t *testing.T) {
 				records := w.take().ResourceLogs().At(0).ScopeLogs().At(0).LogRecords()
 				require.Equal(t, 2, records.Len())
 				state, del := records.At(0), records.At(1)
-				require.Equal(t, s.wantSpec, state.EventName() == specEventState, "shape")
+				require.Equal(t, wantSpec, state.EventName() == specEventState, "shape")
 
 				rels, ok := state.Attributes().Get(specEntityRelationships)
-				if s.wantSpec && f.want != nil {
+				if wantSpec && f.want != nil {
 					require.True(t, ok, "relationships in %v", state.Attributes().AsRaw())
 					require.Equal(t, pcommon.ValueTypeSlice, rels.Type())
 					assert.Equal(t, f.want, rels.Slice().AsRaw())
@@ -289,7 +281,7 @@ func TestRelationshipsByShape(t *testing.T) {
 				assert.Equal(t, "context", descriptionOf(t, state)[sourceKey], "the source in every shape")
 				assert.NotContains(t, del.Attributes().AsRaw(), specEntityRelationships, "a delete implicitly deletes them")
 			})
-		}
+		})
 	}
 }
 
@@ -298,51 +290,32 @@ func TestRelationshipsByShape(t *testing.T) {
 // reached; the legacy shape keeps process.pid an int; descriptions keep
 // it an int in both, as on telemetry's resources.
 func TestSpecEntityIDsAreStrings(t *testing.T) {
-	shapes := []struct {
-		format   string
-		gate     bool
-		wantSpec bool
-	}{
-		{FormatSpec, false, true},
-		{FormatSpec, true, true},
-		{FormatLibrary, true, true},
-		{FormatLegacy, false, false},
-		{FormatLegacy, true, false},
-		{FormatLibrary, false, false},
-	}
-	for _, s := range shapes {
-		name := s.format
-		if name == "" {
-			name = "library"
+	eachShape(t, func(t *testing.T, format string, wantSpec bool) {
+		p := testProcess()
+		p.Identity.ContainerID = "3f4e5d6c7b8a99887766554433221100ffeeddccbbaa00112233445566778899"
+		p.Identity.PodUID = "0d3a4c5e-6f70-4182-93a4-b5c6d7e8f901"
+		w := newEventWriter(format, time.Minute, CommandLineSanitized)
+		w.state(time.Unix(1, 0), p)
+		w.delete(time.Unix(2, 0), p, reasonExited)
+		records := w.take().ResourceLogs().At(0).ScopeLogs().At(0).LogRecords()
+		require.Equal(t, 2, records.Len())
+		idKey := legacyEntityID
+		if wantSpec {
+			idKey = specEntityID
 		}
-		t.Run(name+map[bool]string{false: "/gate_off", true: "/gate_on"}[s.gate], func(t *testing.T) {
-			setSpecGate(t, s.gate)
-			p := testProcess()
-			p.Identity.ContainerID = "3f4e5d6c7b8a99887766554433221100ffeeddccbbaa00112233445566778899"
-			p.Identity.PodUID = "0d3a4c5e-6f70-4182-93a4-b5c6d7e8f901"
-			w := newEventWriter(s.format, time.Minute, CommandLineSanitized)
-			w.state(time.Unix(1, 0), p)
-			w.delete(time.Unix(2, 0), p, reasonExited)
-			records := w.take().ResourceLogs().At(0).ScopeLogs().At(0).LogRecords()
-			require.Equal(t, 2, records.Len())
-			idKey := legacyEntityID
-			if s.wantSpec {
-				idKey = specEntityID
+		for _, lr := range records.All() {
+			require.Equal(t, wantSpec, lr.EventName() != "", "shape")
+			id, ok := lr.Attributes().Get(idKey)
+			require.True(t, ok, "%s in %v", idKey, lr.Attributes().AsRaw())
+			if !wantSpec {
+				assert.Equal(t, int64(4242), id.Map().AsRaw()["process.pid"], "legacy: contrib's types")
+				continue
 			}
-			for _, lr := range records.All() {
-				require.Equal(t, s.wantSpec, lr.EventName() != "", "shape")
-				id, ok := lr.Attributes().Get(idKey)
-				require.True(t, ok, "%s in %v", idKey, lr.Attributes().AsRaw())
-				if !s.wantSpec {
-					assert.Equal(t, int64(4242), id.Map().AsRaw()["process.pid"], "legacy: contrib's types")
-					continue
-				}
-				assert.Equal(t, map[string]any{"process.pid": "4242", "process.creation.time": p.Identity.CreationTimeString()}, id.Map().AsRaw())
-				assertStringIDs(t, lr.Attributes())
-			}
-			assert.Equal(t, int64(4242), descriptionOf(t, records.At(0))["process.pid"], "the description keeps the resource's type")
-		})
-	}
+			assert.Equal(t, map[string]any{"process.pid": "4242", "process.creation.time": p.Identity.CreationTimeString()}, id.Map().AsRaw())
+			assertStringIDs(t, lr.Attributes())
+		}
+		assert.Equal(t, int64(4242), descriptionOf(t, records.At(0))["process.pid"], "the description keeps the resource's type")
+	})
 }
 
 // assertStringIDs fails unless every value of the event's entity.id and
