@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/xpdata/entity"
 	"go.opentelemetry.io/collector/processor/processortest"
 
+	"github.com/processctx/otelcol-processctx/internal/entitymodel"
 	"github.com/processctx/otelcol-processctx/internal/pubtest"
 	"github.com/processctx/otelcol-processctx/internal/tracker/trackertest"
 	"github.com/processctx/otelcol-processctx/processor/processctxprocessor/internal/metadata"
@@ -443,9 +444,9 @@ func BenchmarkEntityRefsFloor(b *testing.B) {
 	published.PutInt("service.shard", 7)
 	published.PutStr("process.creation.time", "2026-12-01T12:00:00.5Z")
 	refs := []entityRef{
-		{typ: processEntityType, idKeys: []string{hostPidKey, creationTimeKey}, descriptionKeys: []string{"deployment.environment.name", "service.shard"}},
-		{typ: serviceEntityType, idKeys: []string{serviceNameKey}},
-		{typ: serviceInstanceEntityType, idKeys: []string{serviceInstanceIDKey}},
+		{typ: entitymodel.Process, idKeys: []string{entitymodel.ProcessPIDKey, entitymodel.ProcessCreationTimeKey}, descriptionKeys: []string{"deployment.environment.name", "service.shard"}},
+		{typ: entitymodel.Service, idKeys: []string{entitymodel.ServiceNameKey}},
+		{typ: entitymodel.ServiceInstance, idKeys: []string{entitymodel.ServiceInstanceIDKey}},
 	}
 	pids := make([]int, benchPids)
 	for i := range pids {

@@ -8,6 +8,7 @@ import (
 
 	"go.opentelemetry.io/collector/component"
 
+	"github.com/processctx/otelcol-processctx/internal/entitymodel"
 	"github.com/processctx/otelcol-processctx/internal/tracker"
 )
 
@@ -67,7 +68,7 @@ const (
 
 func createDefaultConfig() *Config {
 	return &Config{
-		PIDAttributes:   []string{hostPidKey},
+		PIDAttributes:   []string{entitymodel.ProcessPIDKey},
 		UnqualifiedPids: UnqualifiedVerify,
 		LookupTimeout:   defaultLookupTimeout,
 		EntityRefs:      true,

@@ -5,16 +5,8 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 
+	"github.com/processctx/otelcol-processctx/internal/entitymodel"
 	"github.com/processctx/otelcol-processctx/internal/tracker"
-)
-
-// Keys the processor adds from what the host knows of a process.
-const (
-	// podUIDKey is k8s.pod.uid, taken from the process's cgroup.
-	podUIDKey = "k8s.pod.uid"
-	// creationTimeKey is process.creation.time, which with process.pid
-	// identifies the process entity (pids are reused).
-	creationTimeKey = "process.creation.time"
 )
 
 // enrichment is what the processor stamps for one publication: computed
@@ -50,7 +42,7 @@ type identityKey struct{ key, value string }
 // identityKeys name the service a process says it is: telemetry whose own
 // values differ comes from another process with the same pid number (an
 // SDK in a container reports its container's pids).
-var identityKeys = [...]string{serviceInstanceIDKey, serviceNameKey, serviceNamespaceKey}
+var identityKeys = [...]string{entitymodel.ServiceInstanceIDKey, entitymodel.ServiceNameKey, entitymodel.ServiceNamespaceKey}
 
 // enrichmentOf is the instance's view of a publication (see
 // tracker.AddView).
@@ -77,16 +69,16 @@ func (p *instance) enrichmentOf(proc *tracker.Process) any {
 	}
 	// What the host knows beside what the process published: the pod its
 	// cgroup names, for k8sattributes downstream (the host's view wins).
-	if uid := proc.Identity.PodUID; uid != "" && p.filter.keep(podUIDKey) {
-		e.attrs.PutStr(podUIDKey, uid)
+	if uid := proc.Identity.PodUID; uid != "" && p.filter.keep(entitymodel.PodUIDKey) {
+		e.attrs.PutStr(entitymodel.PodUIDKey, uid)
 	}
 	// The form the receiver's entity events use, so that both name the
 	// same process entity. Unknown (the boot time could not be read): a
 	// published value, if any, stays.
-	if created := proc.Identity.CreationTimeString(); created != "" && p.filter.keep(creationTimeKey) {
-		e.attrs.PutStr(creationTimeKey, created)
+	if created := proc.Identity.CreationTimeString(); created != "" && p.filter.keep(entitymodel.ProcessCreationTimeKey) {
+		e.attrs.PutStr(entitymodel.ProcessCreationTimeKey, created)
 	}
-	_, e.identifiesProcess = e.attrs.Get(creationTimeKey)
+	_, e.identifiesProcess = e.attrs.Get(entitymodel.ProcessCreationTimeKey)
 	for k := range e.attrs.All() {
 		e.firstKey = k
 		break

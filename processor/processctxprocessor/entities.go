@@ -5,37 +5,9 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/xpdata/entity"
+
+	"github.com/processctx/otelcol-processctx/internal/entitymodel"
 )
-
-// Entity types of the semantic conventions (model/process/entities.yaml,
-// model/service/entities.yaml) that an enriched resource references.
-const (
-	processEntityType          = "process"
-	serviceEntityType          = "service"
-	serviceInstanceEntityType  = "service.instance"
-	serviceNamespaceEntityType = "service.namespace"
-
-	serviceVersionKey     = "service.version"
-	serviceCriticalityKey = "service.criticality"
-)
-
-// serviceEntity is an entity of the semantic conventions that published
-// keys identify: referenced when the processor added its identifying key.
-type serviceEntity struct {
-	typ         string
-	id          string
-	descriptive []string
-}
-
-// serviceEntities are the service entities, as the semantic conventions
-// define them. A function, not a variable: nothing can change them.
-func serviceEntities() [3]serviceEntity {
-	return [...]serviceEntity{
-		{typ: serviceEntityType, id: serviceNameKey, descriptive: []string{serviceVersionKey, serviceCriticalityKey}},
-		{typ: serviceInstanceEntityType, id: serviceInstanceIDKey},
-		{typ: serviceNamespaceEntityType, id: serviceNamespaceKey},
-	}
-}
 
 // entityRef is an entity reference to append to a resource: its type and
 // the resource attribute keys that identify and describe it.
@@ -54,7 +26,7 @@ func (e *enrichment) planRefs() {
 		added = append(added, k)
 	}
 	e.refs = e.refsFor(added, nil, nil)
-	e.refsVpid = e.refsFor(append(added, vpidKey), nil, nil)
+	e.refsVpid = e.refsFor(append(added, entitymodel.ProcessVPIDKey), nil, nil)
 }
 
 // refsFor returns the references for the keys added to a resource that
@@ -65,31 +37,27 @@ func (e *enrichment) planRefs() {
 // referenced again, and its keys count as claimed.
 func (e *enrichment) refsFor(added, types, claimed []string) []entityRef {
 	var services []entityRef
-	for _, s := range serviceEntities() {
-		if slices.Contains(types, s.typ) {
-			claimed = append(append(claimed, s.id), s.descriptive...)
+	for _, s := range entitymodel.Services() {
+		if slices.Contains(types, s.Type) {
+			claimed = append(append(append(claimed, s.ID...), s.Optional...), s.Description...)
 			continue
 		}
-		if !slices.Contains(added, s.id) {
+		if !containsAll(added, s.ID) {
 			continue
 		}
-		ref := entityRef{typ: s.typ, idKeys: []string{s.id}}
-		for _, k := range s.descriptive {
-			if slices.Contains(added, k) {
-				ref.descriptionKeys = append(ref.descriptionKeys, k)
-			}
-		}
+		ref := entityRef{typ: s.Type, idKeys: append(slices.Clip(s.ID), present(added, s.Optional)...),
+			descriptionKeys: present(added, s.Description)}
 		claimed = append(append(claimed, ref.idKeys...), ref.descriptionKeys...)
 		services = append(services, ref)
 	}
 	// Without its creation time a process is not identified: a pid alone
 	// names every process that ever had it.
-	if !e.identifiesProcess || slices.Contains(types, processEntityType) {
+	if !e.identifiesProcess || slices.Contains(types, entitymodel.Process) {
 		return services
 	}
-	process := entityRef{typ: processEntityType, idKeys: []string{hostPidKey, creationTimeKey}}
+	process := entityRef{typ: entitymodel.Process, idKeys: []string{entitymodel.ProcessPIDKey, entitymodel.ProcessCreationTimeKey}}
 	for _, k := range added {
-		if k != creationTimeKey && !slices.Contains(claimed, k) {
+		if k != entitymodel.ProcessCreationTimeKey && !slices.Contains(claimed, k) {
 			process.descriptionKeys = append(process.descriptionKeys, k)
 		}
 	}
@@ -118,7 +86,7 @@ func addEntityRefs(res pcommon.Resource, e *enrichment, present []string, vpidSt
 		}
 	}
 	if vpidStamped {
-		added = append(added, vpidKey)
+		added = append(added, entitymodel.ProcessVPIDKey)
 	}
 	var types, claimed []string
 	for _, r := range refs.All() {
@@ -127,6 +95,27 @@ func addEntityRefs(res pcommon.Resource, e *enrichment, present []string, vpidSt
 		claimed = append(claimed, r.DescriptionKeys().AsRaw()...)
 	}
 	appendRefs(refs, e.refsFor(added, types, claimed))
+}
+
+// containsAll says whether every key of keys is in added.
+func containsAll(added, keys []string) bool {
+	for _, k := range keys {
+		if !slices.Contains(added, k) {
+			return false
+		}
+	}
+	return true
+}
+
+// present returns the keys of keys that are in added.
+func present(added, keys []string) []string {
+	var out []string
+	for _, k := range keys {
+		if slices.Contains(added, k) {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // appendRefs appends refs to dst: a pointer array grown once, then per

@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/xpdata/entity"
 	"go.opentelemetry.io/collector/processor/processortest"
 
+	"github.com/processctx/otelcol-processctx/internal/entitymodel"
 	"github.com/processctx/otelcol-processctx/internal/otep"
 	"github.com/processctx/otelcol-processctx/internal/procfs"
 	"github.com/processctx/otelcol-processctx/internal/tracker"
@@ -74,6 +75,12 @@ func processRef(desc ...string) refView {
 
 func serviceRef() refView { return refView{Type: "service", ID: []string{"service.name"}} }
 
+// namespacedServiceRef is the reference of a service whose namespace is
+// published: service.name with service.namespace identify it.
+func namespacedServiceRef() refView {
+	return refView{Type: "service", ID: []string{"service.name", "service.namespace"}}
+}
+
 func instanceRef() refView {
 	return refView{Type: "service.instance", ID: []string{"service.instance.id"}}
 }
@@ -131,7 +138,7 @@ func TestEntityRefs(t *testing.T) {
 	}
 	every := []refView{
 		processRef("deployment.environment.name"),
-		{Type: "service", ID: []string{"service.name"}, Desc: []string{"service.version"}},
+		{Type: "service", ID: []string{"service.name", "service.namespace"}, Desc: []string{"service.version"}},
 		instanceRef(), namespaceRef(),
 	}
 	for _, tt := range []struct {
@@ -183,7 +190,7 @@ func TestEntityRefs(t *testing.T) {
 		{
 			name: "excluded descriptive key",
 			edit: func(c *Config) { c.Exclude = []string{"service.version"} },
-			want: []refView{processRef("deployment.environment.name"), serviceRef(), instanceRef(), namespaceRef()},
+			want: []refView{processRef("deployment.environment.name"), namespacedServiceRef(), instanceRef(), namespaceRef()},
 		},
 		{
 			name: "included without the creation time: no process reference",
@@ -199,7 +206,7 @@ func TestEntityRefs(t *testing.T) {
 			name:      "service.criticality describes the service",
 			published: map[string]any{"service.criticality": "high"},
 			want: []refView{processRef("deployment.environment.name"),
-				{Type: "service", ID: []string{"service.name"}, Desc: []string{"service.criticality", "service.version"}}, instanceRef(), namespaceRef()},
+				{Type: "service", ID: []string{"service.name", "service.namespace"}, Desc: []string{"service.criticality", "service.version"}}, instanceRef(), namespaceRef()},
 		},
 		{
 			name: "the pod and the pid in the container describe the process",
@@ -280,7 +287,7 @@ func TestEntityRefsEverySignal(t *testing.T) {
 	t.Run("profiles, resource pid", func(t *testing.T) {
 		pb := newProfileBuilder()
 		rp := pb.pd.ResourceProfiles().AppendEmpty()
-		rp.Resource().Attributes().PutInt(hostPidKey, retryPay)
+		rp.Resource().Attributes().PutInt(entitymodel.ProcessPIDKey, retryPay)
 		pb.sample(pb.profile(rp.ScopeProfiles().AppendEmpty(), 1), 1, nil)
 		check(t, profilesResources(h.consumeProfiles(pb.pd)), "pay")
 	})

@@ -2,6 +2,8 @@ package processctxprocessor
 
 import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
+
+	"github.com/processctx/otelcol-processctx/internal/entitymodel"
 )
 
 // Telemetry from an SDK inside a container carries its container's pids
@@ -9,31 +11,22 @@ import (
 // beside the pid the pair is resolved to the host process; without it, the
 // pid is taken for a host pid only when nothing contradicts that.
 
-const (
-	containerIDKey       = "container.id"
-	hostPidKey           = "process.pid"
-	vpidKey              = "process.vpid"
-	serviceNameKey       = "service.name"
-	serviceNamespaceKey  = "service.namespace"
-	serviceInstanceIDKey = "service.instance.id"
-)
-
 // stampPids makes an enriched resource carry the host pid as process.pid,
 // and the pid inside its namespace as process.vpid where they differ.
 // telemetryPid is the pid the telemetry named. It reports whether it
 // stamped process.vpid: a key added, which describes the process.
 func stampPids(attrs pcommon.Map, e *enrichment, telemetryPid, hostPid int) bool {
 	if hostPid != telemetryPid {
-		attrs.PutInt(hostPidKey, int64(hostPid))
-		attrs.PutInt(vpidKey, int64(telemetryPid))
+		attrs.PutInt(entitymodel.ProcessPIDKey, int64(hostPid))
+		attrs.PutInt(entitymodel.ProcessVPIDKey, int64(telemetryPid))
 		return true
 	}
-	if _, ok := attrs.Get(hostPidKey); !ok {
-		attrs.PutInt(hostPidKey, int64(hostPid))
+	if _, ok := attrs.Get(entitymodel.ProcessPIDKey); !ok {
+		attrs.PutInt(entitymodel.ProcessPIDKey, int64(hostPid))
 	}
 	if e.vpid != 0 && e.vpid != hostPid {
-		if _, ok := attrs.Get(vpidKey); !ok {
-			attrs.PutInt(vpidKey, int64(e.vpid))
+		if _, ok := attrs.Get(entitymodel.ProcessVPIDKey); !ok {
+			attrs.PutInt(entitymodel.ProcessVPIDKey, int64(e.vpid))
 			return true
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/collector/processor"
 	"go.uber.org/zap"
 
+	"github.com/processctx/otelcol-processctx/internal/entitymodel"
 	"github.com/processctx/otelcol-processctx/internal/sharedtracker"
 	"github.com/processctx/otelcol-processctx/internal/tracker"
 	"github.com/processctx/otelcol-processctx/internal/trackerstatus"
@@ -66,7 +67,7 @@ func newInstance(set processor.Settings, cfg *Config, signal string) (*instance,
 		override:        cfg.Override,
 		entityRefs:      cfg.EntityRefs,
 		trustHostPids:   cfg.UnqualifiedPids == UnqualifiedHost,
-		pidIsHostPidKey: cfg.PIDAttributes[0] == hostPidKey,
+		pidIsHostPidKey: cfg.PIDAttributes[0] == entitymodel.ProcessPIDKey,
 		lookupTimeout:   cfg.LookupTimeout,
 		trackerID:       cfg.Tracker,
 		viewKey:         cfg,

@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
+	"github.com/processctx/otelcol-processctx/internal/entitymodel"
 	"github.com/processctx/otelcol-processctx/internal/tracker/trackertest"
 )
 
@@ -44,7 +45,7 @@ func TestInvalidPIDIsCounted(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			h := invalidPIDHarness(t, testConfig())
-			put := func(m pcommon.Map) { tt.set(m.PutEmpty(hostPidKey)) }
+			put := func(m pcommon.Map) { tt.set(m.PutEmpty(entitymodel.ProcessPIDKey)) }
 
 			// Logs: a resource's pid, and records' pids beside a valid one.
 			ld := plog.NewLogs()
@@ -85,7 +86,7 @@ func TestInvalidPIDIsCounted(t *testing.T) {
 			// Profiles: two samples naming the pid through the dictionary.
 			pb := newProfileBuilder()
 			kv := pb.pd.Dictionary().AttributeTable().AppendEmpty()
-			kv.SetKeyStrindex(pb.str(hostPidKey))
+			kv.SetKeyStrindex(pb.str(entitymodel.ProcessPIDKey))
 			tt.set(kv.Value())
 			idx := int32(pb.pd.Dictionary().AttributeTable().Len() - 1)
 			p := pb.profile(pb.pd.ResourceProfiles().AppendEmpty().ScopeProfiles().AppendEmpty(), 1)
@@ -113,12 +114,12 @@ func TestInvalidPIDIsCounted(t *testing.T) {
 // a better key; without any pid key nothing is counted.
 func TestInvalidPIDUnderAnotherKey(t *testing.T) {
 	cfg := testConfig()
-	cfg.PIDAttributes = []string{hostPidKey, "pid"}
+	cfg.PIDAttributes = []string{entitymodel.ProcessPIDKey, "pid"}
 	h := invalidPIDHarness(t, cfg)
 
 	ld := plog.NewLogs()
 	rl := ld.ResourceLogs().AppendEmpty()
-	rl.Resource().Attributes().PutStr(hostPidKey, "abc")
+	rl.Resource().Attributes().PutStr(entitymodel.ProcessPIDKey, "abc")
 	rl.Resource().Attributes().PutInt("pid", 25057)
 	addRecord(rl.ScopeLogs().AppendEmpty(), "1", nil)
 	other := ld.ResourceLogs().AppendEmpty() // no pid anywhere

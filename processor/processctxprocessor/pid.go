@@ -4,6 +4,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pprofile"
 
+	"github.com/processctx/otelcol-processctx/internal/entitymodel"
 	"github.com/processctx/otelcol-processctx/internal/tracker"
 )
 
@@ -106,7 +107,7 @@ func (r pidRanking) factsOf(attrs pcommon.Map) resourceFacts {
 	var f resourceFacts
 	var pick pidPick
 	for k, v := range attrs.All() {
-		if k == containerIDKey && v.Type() == pcommon.ValueTypeStr {
+		if k == entitymodel.ContainerIDKey && v.Type() == pcommon.ValueTypeStr {
 			f.containerID = v.Str()
 		}
 		if rank := r.rankOf(k); rank >= 0 {

@@ -7,6 +7,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pprofile"
 
+	"github.com/processctx/otelcol-processctx/internal/entitymodel"
 	"github.com/processctx/otelcol-processctx/internal/tracker"
 )
 
@@ -127,18 +128,18 @@ func checkReadsBack(t *testing.T, pid int) {
 // (pid is invalidPID for a value that is no pid).
 func checkRecordPid(t *testing.T, v pcommon.Value, pid int) {
 	t.Helper()
-	multi := pidRanking{hostPidKey, "pid"}
+	multi := pidRanking{entitymodel.ProcessPIDKey, "pid"}
 	attrs := pcommon.NewMap()
 	attrs.PutStr("log.iostream", "stdout")
 	v.CopyTo(attrs.PutEmpty("pid"))
 	if got := multi.pidOf(attrs); got != pid {
 		t.Fatalf("second key alone: pidOf %d, want %d", got, pid)
 	}
-	attrs.PutStr(hostPidKey, "not a pid")
+	attrs.PutStr(entitymodel.ProcessPIDKey, "not a pid")
 	if got := multi.pidOf(attrs); got != pid {
 		t.Fatalf("invalid first key: pidOf %d, want %d", got, pid)
 	}
-	attrs.PutInt(hostPidKey, 77)
+	attrs.PutInt(entitymodel.ProcessPIDKey, 77)
 	if got := multi.pidOf(attrs); got != 77 {
 		t.Fatalf("valid first key: pidOf %d, want 77", got)
 	}
@@ -149,8 +150,8 @@ func checkResourcePid(t *testing.T, v pcommon.Value, pid int) {
 	t.Helper()
 	res := pcommon.NewMap()
 	res.PutStr("host.name", "node-1")
-	v.CopyTo(res.PutEmpty(hostPidKey))
-	for _, r := range []pidRanking{{hostPidKey}, {hostPidKey, "pid"}} {
+	v.CopyTo(res.PutEmpty(entitymodel.ProcessPIDKey))
+	for _, r := range []pidRanking{{entitymodel.ProcessPIDKey}, {entitymodel.ProcessPIDKey, "pid"}} {
 		if facts := r.factsOf(res); facts.pid != pid {
 			t.Fatalf("resource with pid_attributes %v: pid %d, want %d", r, facts.pid, pid)
 		}
@@ -163,7 +164,7 @@ func checkSamplePid(t *testing.T, v pcommon.Value, pid int) {
 	t.Helper()
 	pd := pprofile.NewProfiles()
 	dict := pd.Dictionary()
-	dict.StringTable().Append("", "thread.name", hostPidKey)
+	dict.StringTable().Append("", "thread.name", entitymodel.ProcessPIDKey)
 	at := dict.AttributeTable()
 	at.AppendEmpty()
 	other := at.AppendEmpty()
@@ -172,7 +173,7 @@ func checkSamplePid(t *testing.T, v pcommon.Value, pid int) {
 	kv := at.AppendEmpty()
 	kv.SetKeyStrindex(2)
 	v.CopyTo(kv.Value())
-	table := pidRanking{hostPidKey}.samplePIDTable(dict)
+	table := pidRanking{entitymodel.ProcessPIDKey}.samplePIDTable(dict)
 	sample := pprofile.NewSample()
 	sample.AttributeIndices().Append(1, 2)
 	if got := pidOfSample(sample, table); got != pid {

@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/pprofile"
 
+	"github.com/processctx/otelcol-processctx/internal/entitymodel"
 	"github.com/processctx/otelcol-processctx/internal/tracker/trackertest"
 )
 
@@ -54,7 +55,7 @@ func TestRegroupRecordsAndSamples(t *testing.T) {
 	h := newFakeHarness(t, testConfig(), fakeTrackerConfig(), retryHost())
 
 	t.Run("logs", func(t *testing.T) {
-		ld := recordPidLogs(hostPidKey, retryCart, retryPay, retryNoContext, 0)
+		ld := recordPidLogs(entitymodel.ProcessPIDKey, retryCart, retryPay, retryNoContext, 0)
 		// A scope of one process: its records move at once.
 		sl := ld.ResourceLogs().At(0).ScopeLogs().AppendEmpty()
 		sl.Scope().SetName("pay only")
@@ -72,7 +73,7 @@ func TestRegroupRecordsAndSamples(t *testing.T) {
 			require.NotContains(t, got, key)
 			got[key] = bodies(rl)
 			if serviceOf(attrs) != "" {
-				pid, _ := attrs.Get(hostPidKey)
+				pid, _ := attrs.Get(entitymodel.ProcessPIDKey)
 				assert.Equal(t, map[string]int64{"cart": retryCart, "pay": retryPay}[serviceOf(attrs)], pid.Int(), key)
 			}
 		}
@@ -91,7 +92,7 @@ func TestRegroupRecordsAndSamples(t *testing.T) {
 	})
 
 	t.Run("profiles", func(t *testing.T) {
-		pd := samplePidProfiles(hostPidKey, retryCart, retryPay, retryNoContext, 0)
+		pd := samplePidProfiles(entitymodel.ProcessPIDKey, retryCart, retryPay, retryNoContext, 0)
 		samples := pd.SampleCount()
 		dict := pd.Dictionary().AttributeTable().Len()
 
@@ -141,7 +142,7 @@ func TestRegroupContainerPids(t *testing.T) {
 
 	ld := plog.NewLogs()
 	rl := ld.ResourceLogs().AppendEmpty()
-	rl.Resource().Attributes().PutStr(containerIDKey, retryContainer)
+	rl.Resource().Attributes().PutStr(entitymodel.ContainerIDKey, retryContainer)
 	sl := rl.ScopeLogs().AppendEmpty()
 	addRecord(sl, "in the container", 1)
 	addRecord(sl, "none", nil)
@@ -149,6 +150,6 @@ func TestRegroupContainerPids(t *testing.T) {
 	byService := logsByService(t, out)
 	assert.Equal(t, map[string][]string{"": {"in the container"}}, bodies(byService["boxed"]))
 	attrs := byService["boxed"].Resource().Attributes().AsRaw()
-	assert.Equal(t, int64(20), attrs[hostPidKey])
-	assert.Equal(t, int64(1), attrs[vpidKey])
+	assert.Equal(t, int64(20), attrs[entitymodel.ProcessPIDKey])
+	assert.Equal(t, int64(1), attrs[entitymodel.ProcessVPIDKey])
 }

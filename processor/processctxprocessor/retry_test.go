@@ -20,6 +20,7 @@ import (
 	"go.opentelemetry.io/collector/processor/processortest"
 	"go.opentelemetry.io/collector/processor/xprocessor"
 
+	"github.com/processctx/otelcol-processctx/internal/entitymodel"
 	"github.com/processctx/otelcol-processctx/internal/tracker/trackertest"
 	"github.com/processctx/otelcol-processctx/processor/processctxprocessor/internal/metadata"
 )
@@ -173,8 +174,8 @@ func retryHost() *trackertest.Host {
 	for pid, svc := range map[int]string{retryCart: "cart", retryPay: "pay", retryContained: "box"} {
 		host.Add(pid)
 		res := pcommon.NewMap()
-		res.PutStr(serviceNameKey, svc)
-		res.PutStr(serviceInstanceIDKey, svc+"-1")
+		res.PutStr(entitymodel.ServiceNameKey, svc)
+		res.PutStr(entitymodel.ServiceInstanceIDKey, svc+"-1")
 		res.PutStr("deployment.environment.name", "test")
 		res.PutInt("service.shard", 7)
 		host.PublishResource(pid, res)
@@ -240,10 +241,12 @@ func TestNextConsumerErrorsUnchanged(t *testing.T) {
 		)
 	}
 	paths = append(paths,
-		path{"logs/regrouped", started, func() any { return recordPidLogs(hostPidKey, retryCart, retryPay, retryNoContext, 0) }},
-		path{"logs/regrouped lookup wait", started, func() any { return recordPidLogs(hostPidKey, fresh(), retryPay) }},
-		path{"profiles/regrouped", started, func() any { return samplePidProfiles(hostPidKey, retryCart, retryPay, retryNoContext, 0) }},
-		path{"profiles/regrouped lookup wait", started, func() any { return samplePidProfiles(hostPidKey, fresh(), retryPay) }},
+		path{"logs/regrouped", started, func() any { return recordPidLogs(entitymodel.ProcessPIDKey, retryCart, retryPay, retryNoContext, 0) }},
+		path{"logs/regrouped lookup wait", started, func() any { return recordPidLogs(entitymodel.ProcessPIDKey, fresh(), retryPay) }},
+		path{"profiles/regrouped", started, func() any {
+			return samplePidProfiles(entitymodel.ProcessPIDKey, retryCart, retryPay, retryNoContext, 0)
+		}},
+		path{"profiles/regrouped lookup wait", started, func() any { return samplePidProfiles(entitymodel.ProcessPIDKey, fresh(), retryPay) }},
 	)
 	for _, pt := range paths {
 		sentinel := errors.New("next consumer refused " + pt.name)
@@ -279,7 +282,7 @@ func resourcePidData(signal string, pid int) any {
 	}
 	pb := newProfileBuilder()
 	rp := pb.pd.ResourceProfiles().AppendEmpty()
-	rp.Resource().Attributes().PutInt(hostPidKey, int64(pid))
+	rp.Resource().Attributes().PutInt(entitymodel.ProcessPIDKey, int64(pid))
 	p := pb.profile(rp.ScopeProfiles().AppendEmpty(), 1)
 	for i := range 3 {
 		pb.sample(p, i, nil)
@@ -433,8 +436,8 @@ func retryCases() []retryCase {
 		{name: "profiles/no context", untouched: true, build: func(key string) any {
 			return samplePidProfiles(key, retryNoContext)
 		}},
-		{name: "logs/identity mismatch", build: logsWith(int64(retryCart), map[string]any{serviceNameKey: "not-cart"})},
-		{name: "logs/container pid", enriched: true, build: logsWith(int64(1), map[string]any{containerIDKey: retryContainer})},
+		{name: "logs/identity mismatch", build: logsWith(int64(retryCart), map[string]any{entitymodel.ServiceNameKey: "not-cart"})},
+		{name: "logs/container pid", enriched: true, build: logsWith(int64(1), map[string]any{entitymodel.ContainerIDKey: retryContainer})},
 	}
 }
 
@@ -450,10 +453,10 @@ func TestRetriedBatchEnrichedOnce(t *testing.T) {
 		// inPlace: the next consumer marshals profiles in place.
 		inPlace bool
 	}{
-		{"default", hostPidKey, func(*Config) {}, false},
-		{"default, marshaled in place", hostPidKey, func(*Config) {}, true},
-		{"override", hostPidKey, func(c *Config) { c.Override = true }, true},
-		{"unqualified host", hostPidKey, func(c *Config) { c.UnqualifiedPids = UnqualifiedHost }, true},
+		{"default", entitymodel.ProcessPIDKey, func(*Config) {}, false},
+		{"default, marshaled in place", entitymodel.ProcessPIDKey, func(*Config) {}, true},
+		{"override", entitymodel.ProcessPIDKey, func(c *Config) { c.Override = true }, true},
+		{"unqualified host", entitymodel.ProcessPIDKey, func(c *Config) { c.UnqualifiedPids = UnqualifiedHost }, true},
 		// The pid key is not process.pid, which regrouping stamps: a retry
 		// regroups the regrouped resources again.
 		{"other pid key", "pid", func(c *Config) { c.PIDAttributes = []string{"pid"} }, false},
@@ -489,7 +492,7 @@ func checkRetries(t *testing.T, p *pipelines, next *flakyNext, tc retryCase, key
 	switch {
 	case tc.untouched:
 		assert.JSONEq(t, inJSON, want, "passes through untouched")
-	case tc.enriched && key == hostPidKey:
+	case tc.enriched && key == entitymodel.ProcessPIDKey:
 		assert.NotEqual(t, inJSON, want, "enriched")
 	}
 
@@ -530,13 +533,13 @@ func TestProfilesMarshaledInPlaceAreEnriched(t *testing.T) {
 		build func() pprofile.Profiles
 	}{
 		{"resource pid", func() pprofile.Profiles { return resourcePidData(signalProfiles, retryCart).(pprofile.Profiles) }},
-		{"sample pids, one process", func() pprofile.Profiles { return samplePidProfiles(hostPidKey, retryCart) }},
+		{"sample pids, one process", func() pprofile.Profiles { return samplePidProfiles(entitymodel.ProcessPIDKey, retryCart) }},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			pd := tt.build()
 			_, err := (&pprofile.ProtoMarshaler{}).MarshalProfiles(pd)
 			require.NoError(t, err)
-			_, plain := pd.ResourceProfiles().At(0).Resource().Attributes().Get(hostPidKey)
+			_, plain := pd.ResourceProfiles().At(0).Resource().Attributes().Get(entitymodel.ProcessPIDKey)
 			require.False(t, plain, "the marshaler converted the attributes in place")
 
 			out := h.consumeProfiles(pd)
@@ -550,7 +553,7 @@ func TestProfilesMarshaledInPlaceAreEnriched(t *testing.T) {
 			for k, n := range seen {
 				assert.Equal(t, 1, n, "key %q", k)
 			}
-			assert.Contains(t, seen, hostPidKey)
+			assert.Contains(t, seen, entitymodel.ProcessPIDKey)
 		})
 	}
 }

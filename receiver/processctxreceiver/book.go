@@ -1,10 +1,13 @@
 package processctxreceiver
 
 import (
+	"cmp"
 	"container/list"
+	"slices"
 	"sync"
 	"time"
 
+	"github.com/processctx/otelcol-processctx/internal/entitymodel"
 	"github.com/processctx/otelcol-processctx/internal/tracker"
 )
 
@@ -60,16 +63,20 @@ type book struct {
 
 	mu       sync.Mutex
 	entities map[tracker.Key]*entity
-	states   list.List // of *owed, oldest first
-	deletes  list.List // of *owed, oldest first
-	scans    []tracker.ScanStats
-	dropped  [numDropReasons]int64 // since takeDropped
+	// instances are the live entities by the service.instance.id their
+	// identity publishes: the processes of one service instance.
+	instances map[string]map[*entity]struct{}
+	states    list.List // of *owed, oldest first
+	deletes   list.List // of *owed, oldest first
+	scans     []tracker.ScanStats
+	dropped   [numDropReasons]int64 // since takeDropped
 }
 
 // entity is one process entity the receiver has stated.
 type entity struct {
 	p        *tracker.Process // its latest publication
 	ended    bool
+	instance string        // the service.instance.id it is a live process of; "" for none
 	statedAt time.Time     // when its last state became owed
 	state    *list.Element // its owed state, nil when none
 	delete   *list.Element // its owed delete, nil when none
@@ -81,6 +88,12 @@ type owed struct {
 	p      *tracker.Process
 	at     time.Time
 	reason string // "" for a state
+	// Set by batch, as the book stands when the event is handed over:
+	// peers are the live processes of a state's service instance (itself
+	// included); endsInstance says that a delete's process was the last
+	// live one of its service instance.
+	peers        []*tracker.Process
+	endsInstance bool
 }
 
 // maxPendingScans bounds the scan summaries the receiver's loop has not
@@ -89,13 +102,14 @@ const maxPendingScans = 16
 
 func newBook(cfg *Config) *book {
 	return &book{
-		filter:   newExecutableFilter(cfg.Include, cfg.Exclude),
-		interval: cfg.ReportInterval,
-		limit:    cfg.QueueSize,
-		maxAge:   cfg.RetryOnFailure.MaxElapsedTime,
-		wake:     make(chan struct{}, 1),
-		now:      time.Now,
-		entities: map[tracker.Key]*entity{},
+		filter:    newExecutableFilter(cfg.Include, cfg.Exclude),
+		interval:  cfg.ReportInterval,
+		limit:     cfg.QueueSize,
+		maxAge:    cfg.RetryOnFailure.MaxElapsedTime,
+		wake:      make(chan struct{}, 1),
+		now:       time.Now,
+		entities:  map[tracker.Key]*entity{},
+		instances: map[string]map[*entity]struct{}{},
 	}
 }
 
@@ -141,6 +155,7 @@ func (b *book) stated(p *tracker.Process, now time.Time) {
 		e.delete = nil
 	}
 	e.p, e.ended = p, false
+	b.join(e, instanceID(p))
 	b.oweState(e, now)
 }
 
@@ -158,11 +173,65 @@ func (b *book) ended(c tracker.Change, now time.Time) {
 		reason = reasonInvalid
 	}
 	e.p, e.ended = c.Process, true
+	b.join(e, "")
 	if e.delete != nil {
 		b.deletes.Remove(e.delete)
 	}
 	e.delete = b.deletes.PushBack(&owed{e: e, p: e.p, at: now, reason: reason})
 	b.bound()
+}
+
+// join makes e a live process of the service instance id ("": of none).
+// A process whose published instance id changed leaves its old instance
+// without a delete of it: the instance expires by its report interval.
+func (b *book) join(e *entity, id string) {
+	if e.instance == id {
+		return
+	}
+	if members := b.instances[e.instance]; members != nil {
+		delete(members, e)
+		if len(members) == 0 {
+			delete(b.instances, e.instance)
+		}
+	}
+	e.instance = id
+	if id == "" {
+		return
+	}
+	if b.instances[id] == nil {
+		b.instances[id] = map[*entity]struct{}{}
+	}
+	b.instances[id][e] = struct{}{}
+}
+
+// instanceID is the service.instance.id p's identity publishes, for a
+// named service; "" for none.
+func instanceID(p *tracker.Process) string {
+	if strAttr(p.Context.Resource, entitymodel.ServiceNameKey) == "" {
+		return ""
+	}
+	return strAttr(p.Context.Resource, entitymodel.ServiceInstanceIDKey)
+}
+
+// instanceView sets o.peers or o.endsInstance as the book stands.
+func (b *book) instanceView(o *owed) {
+	id := instanceID(o.p)
+	members := b.instances[id]
+	if o.reason != "" {
+		o.endsInstance = id != "" && len(members) == 0
+		return
+	}
+	o.peers = o.peers[:0]
+	if id == "" {
+		return
+	}
+	for m := range members {
+		o.peers = append(o.peers, m.p)
+	}
+	if !slices.Contains(o.peers, o.p) {
+		o.peers = append(o.peers, o.p) // a state handed over after its process ended
+	}
+	slices.SortFunc(o.peers, func(a, b *tracker.Process) int { return cmp.Compare(a.PID, b.PID) })
 }
 
 // oweState makes e's state owed now, replacing one not accepted.
@@ -228,11 +297,13 @@ func (b *book) batch() []*owed {
 	for f := b.states.Front(); f != nil && len(out) < maxBatchEvents; f = f.Next() {
 		out = append(out, f.Value.(*owed))
 	}
-	if len(out) < b.states.Len() {
-		return out
+	if len(out) == b.states.Len() {
+		for f := b.deletes.Front(); f != nil && len(out) < maxBatchEvents; f = f.Next() {
+			out = append(out, f.Value.(*owed))
+		}
 	}
-	for f := b.deletes.Front(); f != nil && len(out) < maxBatchEvents; f = f.Next() {
-		out = append(out, f.Value.(*owed))
+	for _, o := range out {
+		b.instanceView(o)
 	}
 	return out
 }

@@ -272,8 +272,8 @@ func TestBookSourceChangeIsStated(t *testing.T) {
 				require.Equal(t, []string{"state 1"}, describe(batch), "one state, the newer")
 				assert.Equal(t, tt.to, batch[0].p.Source)
 
-				w := newEventWriter(FormatSpec, time.Minute, CommandLineSanitized)
-				w.state(batch[0].at, batch[0].p)
+				w := testWriter(FormatSpec, time.Minute, CommandLineSanitized)
+				w.state(batch[0].at, batch[0].p, nil)
 				lr := w.take().ResourceLogs().At(0).ScopeLogs().At(0).LogRecords().At(0)
 				assert.Equal(t, tt.to.String(), descriptionOf(t, lr)[sourceKey])
 			})

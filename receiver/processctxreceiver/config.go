@@ -3,11 +3,13 @@ package processctxreceiver
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/config/configretry"
 
+	"github.com/processctx/otelcol-processctx/internal/entitymodel"
 	"github.com/processctx/otelcol-processctx/internal/tracker"
 )
 
@@ -53,6 +55,9 @@ type Config struct {
 	Include MatchConfig `mapstructure:"include"`
 	// Exclude drops the entity events of processes whose executable matches.
 	Exclude MatchConfig `mapstructure:"exclude"`
+	// EntityTypes are the types of the entities the receiver states:
+	// entitymodel.Process, ServiceInstance and Service, all by default.
+	EntityTypes []string `mapstructure:"entity_types"`
 	// CommandLine is CommandLineSanitized, CommandLineFull or
 	// CommandLineNone: what the entity's process.command_line (and
 	// process.command_args, when its SDK published them) says.
@@ -82,6 +87,7 @@ func defaultRetry() configretry.BackOffConfig {
 func createDefaultConfig() *Config {
 	return &Config{
 		ReportInterval: 5 * time.Minute,
+		EntityTypes:    []string{entitymodel.Process, entitymodel.ServiceInstance, entitymodel.Service},
 		CommandLine:    CommandLineSanitized,
 		RetryOnFailure: defaultRetry(),
 		QueueSize:      10000,
@@ -138,6 +144,35 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("command_line must be %q, %q or %q, got %q",
 			CommandLineSanitized, CommandLineFull, CommandLineNone, c.CommandLine))
 	}
-	errs = append(errs, c.Include.validate("include"), c.Exclude.validate("exclude"))
+	errs = append(errs, validateEntityTypes(c.EntityTypes),
+		c.Include.validate("include"), c.Exclude.validate("exclude"))
+	return errors.Join(errs...)
+}
+
+// entityTypes are the entity types the receiver states.
+type entityTypes struct{ process, instance, service bool }
+
+func newEntityTypes(names []string) entityTypes {
+	return entityTypes{
+		process:  slices.Contains(names, entitymodel.Process),
+		instance: slices.Contains(names, entitymodel.ServiceInstance),
+		service:  slices.Contains(names, entitymodel.Service),
+	}
+}
+
+func validateEntityTypes(names []string) error {
+	if len(names) == 0 {
+		return fmt.Errorf("entity_types must name at least one of %q, %q and %q",
+			entitymodel.Process, entitymodel.ServiceInstance, entitymodel.Service)
+	}
+	var errs []error
+	for _, n := range names {
+		switch n {
+		case entitymodel.Process, entitymodel.ServiceInstance, entitymodel.Service:
+		default:
+			errs = append(errs, fmt.Errorf("entity_types: unknown entity type %q (known: %q, %q, %q)",
+				n, entitymodel.Process, entitymodel.ServiceInstance, entitymodel.Service))
+		}
+	}
 	return errors.Join(errs...)
 }

@@ -38,6 +38,7 @@ func TestLoadConfig(t *testing.T) {
 				EntityEventFormat: FormatSpec,
 				Include:           MatchConfig{MatchType: MatchTypeRegexp, Names: []string{"^java$", "^python3"}},
 				Exclude:           MatchConfig{MatchType: MatchTypeStrict, Names: []string{"python3-debug"}},
+				EntityTypes:       []string{"process", "service"},
 				CommandLine:       CommandLineFull,
 				RetryOnFailure: configretry.BackOffConfig{
 					Enabled: true, InitialInterval: 2 * time.Second, RandomizationFactor: 0.1,
@@ -49,6 +50,8 @@ func TestLoadConfig(t *testing.T) {
 		{name: "command_line_none", want: func() *Config { c := createDefaultConfig(); c.CommandLine = CommandLineNone; return c }()},
 		{name: "invalid_command_line", wantErr: `command_line must be "sanitized", "full" or "none", got "redacted"`},
 		{name: "empty_command_line", wantErr: `command_line must be "sanitized", "full" or "none", got ""`},
+		{name: "no_entity_types", wantErr: `entity_types must name at least one of "process", "service.instance" and "service"`},
+		{name: "unknown_entity_type", wantErr: `entity_types: unknown entity type "host" (known: "process", "service.instance", "service")`},
 		{name: "invalid_format", wantErr: `entity_event_format must be unset, "legacy" or "spec", got "otlp"`},
 		{name: "invalid_match_type", wantErr: `include.match_type must be "strict" or "regexp", got "glob"`},
 		{name: "missing_match_type", wantErr: `exclude.match_type is required with exclude.names: "strict" or "regexp"`},

@@ -8,6 +8,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 
 	"github.com/processctx/otelcol-processctx/internal/cmdline"
+	"github.com/processctx/otelcol-processctx/internal/entitymodel"
 	"github.com/processctx/otelcol-processctx/internal/procfs"
 	"github.com/processctx/otelcol-processctx/internal/tracker"
 	"github.com/processctx/otelcol-processctx/receiver/processctxreceiver/internal/metadata"
@@ -19,8 +20,6 @@ import (
 // names are here to turn one into the other when entity_event_format asks
 // for the shape the gate does not.
 const (
-	entityTypeProcess = "process"
-
 	legacyEventType      = "otel.entity.event.type"
 	legacyEventState     = "entity_state"
 	legacyEventDelete    = "entity_delete"
@@ -52,10 +51,10 @@ const (
 	// for a process and where it executes (process -> runs_on -> host);
 	// its part_of (container -> part_of -> k8s.pod) relates a workload's
 	// parts, not a process to its sandbox.
-	relationshipRunsOn  = "runs_on"
-	entityTypeContainer = "container"
-	entityTypePod       = "k8s.pod"
-	entityTypeHost      = "host"
+	relationshipRunsOn = "runs_on"
+	// relationshipPartOf relates a service instance to its service (the
+	// specification's example: container -> part_of -> k8s.pod).
+	relationshipPartOf = "part_of"
 
 	// contextAttributesKey holds ProcessContext.attributes (threadlocal.*):
 	// facts about the process that are not resource attributes, kept apart.
@@ -66,10 +65,10 @@ const (
 	// SDK published, and a consumer may weigh them apart.
 	sourceKey = "process_context.source"
 
-	commandLineKey = "process.command_line"
 	// commandArgsKey is not ours (the host's view is process.command_line)
 	// but an SDK may publish it: the command_line setting applies to it.
-	commandArgsKey = "process.command_args"
+	commandArgsKey = entitymodel.ProcessCommandArgsKey
+	commandLineKey = entitymodel.ProcessCommandLineKey
 )
 
 // eventWriter accumulates entity events into plog.Logs, built with contrib's
@@ -78,6 +77,7 @@ type eventWriter struct {
 	format      string // FormatLegacy, FormatSpec, or "" for the library's
 	interval    time.Duration
 	commandLine string // CommandLineSanitized ("" too), CommandLineFull or CommandLineNone
+	types       entityTypes
 	// host is the host the processes run on: the events' resource
 	// (host.id, host.name), and in the specification's shape the target of
 	// each process's runs_on.
@@ -85,10 +85,20 @@ type eventWriter struct {
 	logs    plog.Logs
 	records plog.LogRecordSlice
 	events  experimentalmetricmetadata.EntityEventsSlice
+	// written are the service and service instance events of this batch:
+	// the processes of one service state it once a batch.
+	written map[serviceKey]bool
 }
 
-func newEventWriter(format string, interval time.Duration, commandLine string) *eventWriter {
-	w := &eventWriter{format: format, interval: interval, commandLine: commandLine}
+// serviceKey names a service or service instance event of a batch.
+type serviceKey struct {
+	typ, id, namespace string
+	delete             bool
+}
+
+func newEventWriter(cfg *Config) *eventWriter {
+	w := &eventWriter{format: cfg.EntityEventFormat, interval: cfg.ReportInterval,
+		commandLine: cfg.CommandLine, types: newEntityTypes(cfg.EntityTypes)}
 	w.reset()
 	return w
 }
@@ -102,13 +112,14 @@ func (w *eventWriter) setHost(host procfs.HostIdentity) {
 func (w *eventWriter) reset() {
 	w.logs = plog.NewLogs()
 	rl := w.logs.ResourceLogs().AppendEmpty()
-	putNonEmpty(rl.Resource().Attributes(), "host.id", w.host.ID)
-	putNonEmpty(rl.Resource().Attributes(), "host.name", w.host.Name)
+	putNonEmpty(rl.Resource().Attributes(), entitymodel.HostIDKey, w.host.ID)
+	putNonEmpty(rl.Resource().Attributes(), entitymodel.HostNameKey, w.host.Name)
 	scope := rl.ScopeLogs().AppendEmpty()
 	scope.Scope().SetName(metadata.ScopeName)
 	scope.Scope().Attributes().PutBool(experimentalmetricmetadata.SemconvOtelEntityEventAsScope, true)
 	w.records = scope.LogRecords()
 	w.events = experimentalmetricmetadata.NewEntityEventsSliceFromLogs(w.records)
+	w.written = map[serviceKey]bool{}
 }
 
 // take returns the accumulated events and starts a new batch.
@@ -120,29 +131,44 @@ func (w *eventWriter) take() plog.Logs {
 
 func (w *eventWriter) len() int { return w.records.Len() }
 
-// event appends an event for the process, with its ID; the log record is
-// returned for what the library does not set.
-func (w *eventWriter) event(now time.Time, id procfs.Identity) (experimentalmetricmetadata.EntityEvent, plog.LogRecord) {
+// event appends an event; the log record is returned for what the
+// library does not set.
+func (w *eventWriter) event(now time.Time) (experimentalmetricmetadata.EntityEvent, plog.LogRecord) {
 	e := w.events.AppendEmpty()
 	lr := w.records.At(w.records.Len() - 1)
 	ts := pcommon.NewTimestampFromTime(now)
 	e.SetTimestamp(ts)
 	lr.SetObservedTimestamp(ts)
-	eid := e.ID()
-	eid.PutInt("process.pid", int64(id.PID))
-	eid.PutStr("process.creation.time", id.CreationTimeString())
 	return e, lr
 }
 
-// state appends an entity state event: the published resource attributes,
-// then the host's view of the process (which wins for the keys it sets:
-// an SDK in a container reports its own namespace's pids) and the source
-// of the identity; in the specification's shape, the entities the process
-// runs in.
-func (w *eventWriter) state(now time.Time, p *tracker.Process) {
-	e, lr := w.event(now, p.Identity)
+// putProcessID puts the process entity's id into m.
+func putProcessID(m pcommon.Map, id procfs.Identity) {
+	m.PutInt(entitymodel.ProcessPIDKey, int64(id.PID))
+	m.PutStr(entitymodel.ProcessCreationTimeKey, id.CreationTimeString())
+}
+
+// state appends the state events of a process's entities, as the
+// entity_types setting selects: the process, then the service instance
+// and the service its identity names (see service). peers are the live
+// processes of its service instance, itself included.
+func (w *eventWriter) state(now time.Time, p *tracker.Process, peers []*tracker.Process) {
+	if w.types.process {
+		w.processState(now, p)
+	}
+	w.service(now, p.Context.Resource, peers)
+}
+
+// processState appends a process's state event: the published resource
+// attributes, then the host's view of the process (which wins for the
+// keys it sets: an SDK in a container reports its own namespace's pids)
+// and the source of the identity; in the specification's shape, the
+// entities the process runs in.
+func (w *eventWriter) processState(now time.Time, p *tracker.Process) {
+	e, lr := w.event(now)
+	putProcessID(e.ID(), p.Identity)
 	st := e.SetEntityState()
-	st.SetEntityType(entityTypeProcess)
+	st.SetEntityType(entitymodel.Process)
 	st.SetInterval(w.interval)
 	desc := st.Attributes()
 	p.Context.Resource.CopyTo(desc)
@@ -159,6 +185,78 @@ func (w *eventWriter) state(now time.Time, p *tracker.Process) {
 	}
 }
 
+// service appends the states of the service instance and of the service
+// that a process's resource names, once a batch each: the service
+// (service.name, with service.namespace when set; described by
+// service.version and service.criticality) and, where service.instance.id
+// is set, the instance (described by its service's keys), which in the
+// specification's shape runs_on each of peers and is part_of the
+// service. An SDK is the authority on these entities; for one that only
+// publishes its context, or a process named by its environment, the
+// receiver speaks for it.
+func (w *eventWriter) service(now time.Time, res pcommon.Map, peers []*tracker.Process) {
+	svc := entitymodel.Services()[0]
+	name, namespace := strAttr(res, entitymodel.ServiceNameKey), strAttr(res, entitymodel.ServiceNamespaceKey)
+	if name == "" {
+		return
+	}
+	if instance := strAttr(res, entitymodel.ServiceInstanceIDKey); instance != "" && w.types.instance &&
+		w.once(serviceKey{typ: entitymodel.ServiceInstance, id: instance, namespace: namespace + "\x00" + name}) {
+		e, lr := w.event(now)
+		e.ID().PutStr(entitymodel.ServiceInstanceIDKey, instance)
+		st := e.SetEntityState()
+		st.SetEntityType(entitymodel.ServiceInstance)
+		st.SetInterval(w.interval)
+		copyKeys(st.Attributes(), res, svc.ID, svc.Optional, svc.Description)
+		w.shape(lr)
+		if lr.EventName() == specEventState {
+			rels := lr.Attributes().PutEmptySlice(specEntityRelationships)
+			for _, peer := range peers {
+				putProcessID(appendRelationship(rels, relationshipRunsOn, entitymodel.Process), peer.Identity)
+			}
+			copyKeys(appendRelationship(rels, relationshipPartOf, entitymodel.Service), res, svc.ID, svc.Optional)
+			stringIDs(lr.Attributes())
+		}
+	}
+	if w.types.service && w.once(serviceKey{typ: entitymodel.Service, id: name, namespace: namespace}) {
+		e, lr := w.event(now)
+		copyKeys(e.ID(), res, svc.ID, svc.Optional)
+		st := e.SetEntityState()
+		st.SetEntityType(entitymodel.Service)
+		st.SetInterval(w.interval)
+		copyKeys(st.Attributes(), res, svc.Description)
+		w.shape(lr)
+	}
+}
+
+// once says whether the event k is not in the batch yet, and notes it.
+func (w *eventWriter) once(k serviceKey) bool {
+	if w.written[k] {
+		return false
+	}
+	w.written[k] = true
+	return true
+}
+
+// strAttr is the value of key in m when it is a non-empty string.
+func strAttr(m pcommon.Map, key string) string {
+	if v, ok := m.Get(key); ok && v.Type() == pcommon.ValueTypeStr {
+		return v.Str()
+	}
+	return ""
+}
+
+// copyKeys copies the values of the keys of each list that src has.
+func copyKeys(dst, src pcommon.Map, lists ...[]string) {
+	for _, keys := range lists {
+		for _, k := range keys {
+			if v, ok := src.Get(k); ok {
+				v.CopyTo(dst.PutEmpty(k))
+			}
+		}
+	}
+}
+
 // putRelationships adds entity.relationships for the entities the host
 // says the process runs in, when it knows of any: its container and its
 // pod, from its cgroup, and the host (hostID, its host.id). They go on the
@@ -170,28 +268,55 @@ func putRelationships(attrs pcommon.Map, id procfs.Identity, hostID string) {
 		return // absent means none: no empty array
 	}
 	rels := attrs.PutEmptySlice(specEntityRelationships)
-	appendRunsOn(rels, entityTypeContainer, "container.id", id.ContainerID)
-	appendRunsOn(rels, entityTypePod, "k8s.pod.uid", id.PodUID)
-	appendRunsOn(rels, entityTypeHost, "host.id", hostID)
+	for _, target := range [...]struct{ typ, key, value string }{
+		{entitymodel.Container, entitymodel.ContainerIDKey, id.ContainerID},
+		{entitymodel.Pod, entitymodel.PodUIDKey, id.PodUID},
+		{entitymodel.Host, entitymodel.HostIDKey, hostID},
+	} {
+		if target.value != "" {
+			appendRelationship(rels, relationshipRunsOn, target.typ).PutStr(target.key, target.value)
+		}
+	}
 }
 
-// appendRunsOn appends process -> runs_on -> the target entity whose
-// identifying attribute idKey is idValue, unless idValue is unknown ("").
-func appendRunsOn(rels pcommon.Slice, entityType, idKey, idValue string) {
-	if idValue == "" {
+// appendRelationship appends a relationship of type rel to an entity of
+// type entityType, and returns the map of its id to fill.
+func appendRelationship(rels pcommon.Slice, rel, entityType string) pcommon.Map {
+	m := rels.AppendEmpty().SetEmptyMap()
+	m.PutStr(specRelationshipType, rel)
+	m.PutStr(specEntityType, entityType)
+	return m.PutEmptyMap(specEntityID)
+}
+
+// delete appends the delete events of a process's entities: the
+// process's, and its service instance's when endsInstance (no live
+// process of this host publishes that instance any more). A service is
+// never deleted: other hosts may run it; it expires by its report
+// interval.
+func (w *eventWriter) delete(now time.Time, p *tracker.Process, reason string, endsInstance bool) {
+	if w.types.process {
+		e, lr := w.event(now)
+		putProcessID(e.ID(), p.Identity)
+		w.deleted(e, lr, entitymodel.Process, reason)
+	}
+	res := p.Context.Resource
+	instance := strAttr(res, entitymodel.ServiceInstanceIDKey)
+	if !endsInstance || instance == "" || strAttr(res, entitymodel.ServiceNameKey) == "" || !w.types.instance {
 		return
 	}
-	rel := rels.AppendEmpty().SetEmptyMap()
-	rel.PutStr(specRelationshipType, relationshipRunsOn)
-	rel.PutStr(specEntityType, entityType)
-	rel.PutEmptyMap(specEntityID).PutStr(idKey, idValue)
+	key := serviceKey{typ: entitymodel.ServiceInstance, id: instance, delete: true,
+		namespace: strAttr(res, entitymodel.ServiceNamespaceKey) + "\x00" + strAttr(res, entitymodel.ServiceNameKey)}
+	if w.once(key) {
+		e, lr := w.event(now)
+		e.ID().PutStr(entitymodel.ServiceInstanceIDKey, instance)
+		w.deleted(e, lr, entitymodel.ServiceInstance, reason)
+	}
 }
 
-// delete appends an entity delete event.
-func (w *eventWriter) delete(now time.Time, p *tracker.Process, reason string) {
-	e, lr := w.event(now, p.Identity)
+// deleted makes e a delete of an entity of type typ, for reason.
+func (w *eventWriter) deleted(e experimentalmetricmetadata.EntityEvent, lr plog.LogRecord, typ, reason string) {
 	d := e.SetEntityDelete()
-	d.SetEntityType(entityTypeProcess)
+	d.SetEntityType(typ)
 	d.SetDeletionReason(reason) // spec shape only
 	if lr.EventName() == "" {
 		lr.Attributes().PutStr(legacyDeleteReason, reason)
@@ -304,18 +429,17 @@ func rename(attrs pcommon.Map, from, to string) {
 
 // putHostView adds what the host knows of the process.
 func putHostView(m pcommon.Map, id procfs.Identity) {
-	m.PutInt("process.pid", int64(id.PID))
-	m.PutStr("process.creation.time", id.CreationTimeString())
+	putProcessID(m, id)
 	if id.ParentPID > 0 {
 		m.PutInt("process.parent_pid", int64(id.ParentPID))
 	}
 	putNonEmpty(m, "process.executable.name", id.ExecutableName)
 	putNonEmpty(m, "process.executable.path", id.ExecutablePath)
 	putNonEmpty(m, "process.owner", id.Owner)
-	putNonEmpty(m, "container.id", id.ContainerID)
-	putNonEmpty(m, "k8s.pod.uid", id.PodUID)
+	putNonEmpty(m, entitymodel.ContainerIDKey, id.ContainerID)
+	putNonEmpty(m, entitymodel.PodUIDKey, id.PodUID)
 	if vpid := id.VPID(); vpid != id.PID {
-		m.PutInt("process.vpid", int64(vpid))
+		m.PutInt(entitymodel.ProcessVPIDKey, int64(vpid))
 	}
 }
 

@@ -76,11 +76,11 @@ func eachShape(t *testing.T, fn func(t *testing.T, format string, wantSpec bool)
 // the scope carries the receiver's name and the event-as-log marker.
 func TestEventShapes(t *testing.T) {
 	eachShape(t, func(t *testing.T, format string, wantSpec bool) {
-		w := newEventWriter(format, 90*time.Second, CommandLineSanitized)
+		w := testWriter(format, 90*time.Second, CommandLineSanitized)
 		p := testProcess()
 		now := time.Unix(1_800_000_000, 0)
-		w.state(now, p)
-		w.delete(now, p, reasonExited)
+		w.state(now, p, nil)
+		w.delete(now, p, reasonExited, true)
 		logs := w.take()
 		assert.Zero(t, w.len(), "take starts a new batch")
 
@@ -111,7 +111,7 @@ func TestEventShapes(t *testing.T) {
 		}
 		assert.Equal(t, map[string]any{"process.pid": pid, "process.creation.time": p.Identity.CreationTimeString()}, state.ID().AsRaw())
 		details := state.EntityStateDetails()
-		assert.Equal(t, entityTypeProcess, details.EntityType())
+		assert.Equal(t, "process", details.EntityType())
 		assert.Equal(t, 90*time.Second, details.Interval())
 		desc := details.Attributes().AsRaw()
 		assert.Equal(t, "checkout", desc["service.name"])
@@ -120,7 +120,7 @@ func TestEventShapes(t *testing.T) {
 
 		del := events.At(1)
 		require.Equal(t, experimentalmetricmetadata.EventTypeDelete, del.EventType())
-		assert.Equal(t, entityTypeProcess, del.EntityDeleteDetails().EntityType())
+		assert.Equal(t, "process", del.EntityDeleteDetails().EntityType())
 		assert.Equal(t, state.ID().AsRaw(), del.ID().AsRaw())
 		if wantSpec {
 			assert.Equal(t, reasonExited, del.EntityDeleteDetails().DeletionReason())
@@ -134,9 +134,9 @@ func TestEventShapes(t *testing.T) {
 // toSpec and toLegacy undo each other.
 func TestShapeRoundTrip(t *testing.T) {
 	setSpecGate(t, false)
-	w := newEventWriter(FormatLegacy, time.Minute, CommandLineSanitized)
-	w.state(time.Unix(1, 0), testProcess())
-	w.delete(time.Unix(2, 0), testProcess(), reasonInvalid)
+	w := testWriter(FormatLegacy, time.Minute, CommandLineSanitized)
+	w.state(time.Unix(1, 0), testProcess(), nil)
+	w.delete(time.Unix(2, 0), testProcess(), reasonInvalid, true)
 	records := w.take().ResourceLogs().At(0).ScopeLogs().At(0).LogRecords()
 	for _, lr := range records.All() {
 		legacy := plog.NewLogRecord()
@@ -167,8 +167,8 @@ func envProcess() *tracker.Process {
 // stateRecord writes one state event of p in format and returns its record.
 func stateRecord(t *testing.T, format string, p *tracker.Process) plog.LogRecord {
 	t.Helper()
-	w := newEventWriter(format, time.Minute, CommandLineSanitized)
-	w.state(time.Unix(1_800_000_000, 0), p)
+	w := testWriter(format, time.Minute, CommandLineSanitized)
+	w.state(time.Unix(1_800_000_000, 0), p, nil)
 	records := w.take().ResourceLogs().At(0).ScopeLogs().At(0).LogRecords()
 	require.Equal(t, 1, records.Len())
 	return records.At(0)
@@ -259,12 +259,12 @@ func TestRelationshipsByShape(t *testing.T) {
 			eachShape(t, func(t *testing.T, format string, wantSpec bool) {
 				p := testProcess()
 				p.Identity.ContainerID, p.Identity.PodUID = f.containerID, f.podUID
-				w := newEventWriter(format, time.Minute, CommandLineSanitized)
+				w := testWriter(format, time.Minute, CommandLineSanitized)
 				if f.hostID != "" {
 					w.setHost(procfs.HostIdentity{ID: f.hostID, Name: "node-1"})
 				}
-				w.state(time.Unix(1, 0), p)
-				w.delete(time.Unix(2, 0), p, reasonExited)
+				w.state(time.Unix(1, 0), p, nil)
+				w.delete(time.Unix(2, 0), p, reasonExited, true)
 				records := w.take().ResourceLogs().At(0).ScopeLogs().At(0).LogRecords()
 				require.Equal(t, 2, records.Len())
 				state, del := records.At(0), records.At(1)
@@ -294,9 +294,9 @@ func TestSpecEntityIDsAreStrings(t *testing.T) {
 		p := testProcess()
 		p.Identity.ContainerID = "3f4e5d6c7b8a99887766554433221100ffeeddccbbaa00112233445566778899"
 		p.Identity.PodUID = "0d3a4c5e-6f70-4182-93a4-b5c6d7e8f901"
-		w := newEventWriter(format, time.Minute, CommandLineSanitized)
-		w.state(time.Unix(1, 0), p)
-		w.delete(time.Unix(2, 0), p, reasonExited)
+		w := testWriter(format, time.Minute, CommandLineSanitized)
+		w.state(time.Unix(1, 0), p, nil)
+		w.delete(time.Unix(2, 0), p, reasonExited, true)
 		records := w.take().ResourceLogs().At(0).ScopeLogs().At(0).LogRecords()
 		require.Equal(t, 2, records.Len())
 		idKey := legacyEntityID
@@ -399,8 +399,8 @@ func TestCommandLineSetting(t *testing.T) {
 			t.Run(tt.name+"/"+format, func(t *testing.T) {
 				p := testProcess()
 				tt.set(p)
-				w := newEventWriter(format, time.Minute, tt.setting)
-				w.state(time.Unix(1, 0), p)
+				w := testWriter(format, time.Minute, tt.setting)
+				w.state(time.Unix(1, 0), p, nil)
 				records := w.take().ResourceLogs().At(0).ScopeLogs().At(0).LogRecords()
 				desc := descriptionOf(t, records.At(0))
 				assert.Equal(t, tt.wantLine, desc["process.command_line"])
@@ -432,14 +432,23 @@ func TestSanitizeArgsValue(t *testing.T) {
 // shape, as contrib's resourcedetection system detector would.
 func TestEventsResourceNamesTheHost(t *testing.T) {
 	for _, format := range []string{FormatSpec, FormatLegacy} {
-		w := newEventWriter(format, time.Minute, CommandLineSanitized)
+		w := testWriter(format, time.Minute, CommandLineSanitized)
 		w.setHost(procfs.HostIdentity{ID: "abc123", Name: "node-1"})
-		w.state(time.Unix(1, 0), testProcess())
+		w.state(time.Unix(1, 0), testProcess(), nil)
 		res := w.take().ResourceLogs().At(0).Resource().Attributes().AsRaw()
 		assert.Equal(t, map[string]any{"host.id": "abc123", "host.name": "node-1"}, res, format)
 		// Not known: not said.
 		w.setHost(procfs.HostIdentity{})
-		w.state(time.Unix(1, 0), testProcess())
+		w.state(time.Unix(1, 0), testProcess(), nil)
 		assert.Empty(t, w.take().ResourceLogs().At(0).Resource().Attributes().AsRaw(), format)
 	}
+}
+
+// testWriter is an event writer of the receiver's defaults but these, of
+// process entities only.
+func testWriter(format string, interval time.Duration, commandLine string) *eventWriter {
+	cfg := createDefaultConfig()
+	cfg.EntityEventFormat, cfg.ReportInterval, cfg.CommandLine = format, interval, commandLine
+	cfg.EntityTypes = []string{"process"}
+	return newEventWriter(cfg)
 }

@@ -60,7 +60,7 @@ func newReceiver(set receiver.Settings, cfg *Config, next consumer.Logs) (*proce
 	r := &processContextReceiver{
 		cfg: cfg, settings: set, next: next, telemetry: tb, obsrecv: obsrecv, now: time.Now,
 		book:     newBook(cfg),
-		events:   newEventWriter(cfg.EntityEventFormat, cfg.ReportInterval, cfg.CommandLine),
+		events:   newEventWriter(cfg),
 		delivery: newDeliveryState(cfg.RetryOnFailure),
 	}
 	for d := range numDropReasons {
@@ -148,15 +148,18 @@ func (r *processContextReceiver) deliver(ctx context.Context) {
 func (r *processContextReceiver) consume(ctx context.Context, batch []*owed) error {
 	for _, o := range batch {
 		if o.reason == "" {
-			r.events.state(o.at, o.p)
+			r.events.state(o.at, o.p, o.peers)
 		} else {
-			r.events.delete(o.at, o.p, o.reason)
+			r.events.delete(o.at, o.p, o.reason, o.endsInstance)
 		}
+	}
+	if r.events.len() == 0 {
+		return nil // entity_types selects none of these processes' entities
 	}
 	logs := r.events.take()
 	obsCtx := r.obsrecv.StartLogsOp(ctx)
 	err := r.next.ConsumeLogs(obsCtx, logs)
-	r.obsrecv.EndLogsOp(obsCtx, metadata.Type.String(), len(batch), err)
+	r.obsrecv.EndLogsOp(obsCtx, metadata.Type.String(), logs.LogRecordCount(), err)
 	return err
 }
 

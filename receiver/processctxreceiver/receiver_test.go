@@ -29,7 +29,7 @@ import (
 	"github.com/processctx/otelcol-processctx/receiver/processctxreceiver/internal/metadata"
 )
 
-// event is one entity event, decoded from either format.
+// event is one process entity event, decoded from either format.
 type event struct {
 	kind         string // "state" or "delete"
 	pid          int
@@ -40,6 +40,8 @@ type event struct {
 	interval     int64
 }
 
+// decodeEvents decodes the process entity events of logs (the service
+// entities' are decoded by decodeEntities).
 func decodeEvents(t testing.TB, logs []plog.Logs) []event {
 	t.Helper()
 	var out []event
@@ -50,12 +52,24 @@ func decodeEvents(t testing.TB, logs []plog.Logs) []event {
 				require.True(t, ok && marker.Bool(), "scope marker")
 				require.Equal(t, metadata.ScopeName, sl.Scope().Name())
 				for _, lr := range sl.LogRecords().All() {
-					out = append(out, decodeEvent(t, lr))
+					if entityTypeOf(lr) == "process" {
+						out = append(out, decodeEvent(t, lr))
+					}
 				}
 			}
 		}
 	}
 	return out
+}
+
+// entityTypeOf is the type of the entity of an event in either format.
+func entityTypeOf(lr plog.LogRecord) string {
+	for _, k := range []string{specEntityType, legacyEntityType} {
+		if v, ok := lr.Attributes().Get(k); ok {
+			return v.Str()
+		}
+	}
+	return ""
 }
 
 func decodeEvent(t testing.TB, lr plog.LogRecord) event {
@@ -65,14 +79,14 @@ func decodeEvent(t testing.TB, lr plog.LogRecord) event {
 	var id map[string]any
 	if lr.EventName() != "" { // spec format
 		e.kind = map[string]string{specEventState: "state", specEventDelete: "delete"}[lr.EventName()]
-		require.Equal(t, entityTypeProcess, a[specEntityType])
+		require.Equal(t, "process", a[specEntityType])
 		id, _ = a[specEntityID].(map[string]any)
 		e.description, _ = a[specEntityDescription].(map[string]any)
 		e.reason, _ = a[specDeleteReason].(string)
 		e.interval, _ = a[specEntityInterval].(int64)
 	} else {
 		e.kind = map[string]string{legacyEventState: "state", legacyEventDelete: "delete"}[a[legacyEventType].(string)]
-		require.Equal(t, entityTypeProcess, a[legacyEntityType])
+		require.Equal(t, "process", a[legacyEntityType])
 		id, _ = a[legacyEntityID].(map[string]any)
 		e.description, _ = a[legacyEntityAttrs].(map[string]any)
 		e.reason, _ = a[legacyDeleteReason].(string)

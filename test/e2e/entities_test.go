@@ -174,7 +174,7 @@ func TestCommandLineAndSpecIDsThroughTheCollector(t *testing.T) {
 			for _, sl := range rl.ScopeLogs().All() {
 				for _, lr := range sl.LogRecords().All() {
 					ids += assertStringEntityIDs(t, lr)
-					if lr.EventName() == "entity.state" && host.ID != "" {
+					if lr.EventName() == "entity.state" && host.ID != "" && lr.Attributes().AsRaw()["entity.type"] == "process" {
 						assert.Contains(t, lr.Attributes().AsRaw()["entity.relationships"], hostRunsOn(host.ID))
 					}
 				}
@@ -182,6 +182,76 @@ func TestCommandLineAndSpecIDsThroughTheCollector(t *testing.T) {
 		}
 	}
 	assert.GreaterOrEqual(t, ids, 2, "the state's and the delete's")
+}
+
+// Through the built collector at the receiver's defaults, in the
+// specification's shape, a real publisher naming a service instance: the
+// states of its process, service instance and service with their
+// relationships; its exit deletes the process and the instance, not the
+// service.
+func TestServiceEntitiesThroughTheCollector(t *testing.T) {
+	server := startOTLPServer(t)
+	cfg := entitiesConfig(server.addr)
+	const receiver = "receivers:\n  process_context:\n"
+	require.Contains(t, cfg, receiver)
+	startCollector(t, strings.Replace(cfg, receiver, receiver+"    entity_event_format: spec\n", 1))
+
+	pub := pubtest.Start(t, pubtest.C, pubtest.Options{Separate: true})
+	pub.Publish(otep.EncodeStrings(map[string]string{"service.name": "e2e-svc", "service.namespace": "e2e",
+		"service.version": "3.1", "service.instance.id": "e2e-svc-1"}))
+	process := waitEntityEvents(t, server, pub.Pid, 1)[0]
+	pubID := map[string]any{"process.pid": strconv.Itoa(pub.Pid), "process.creation.time": process.created}
+	serviceID := map[string]any{"service.name": "e2e-svc", "service.namespace": "e2e"}
+	instanceID := map[string]any{"service.instance.id": "e2e-svc-1"}
+
+	instance := waitEvent(t, server, "entity.state", "service.instance", instanceID)
+	assert.Equal(t, map[string]any{"service.name": "e2e-svc", "service.namespace": "e2e", "service.version": "3.1"},
+		instance["entity.description"])
+	assert.Equal(t, []any{
+		map[string]any{"relationship.type": "runs_on", "entity.type": "process", "entity.id": pubID},
+		map[string]any{"relationship.type": "part_of", "entity.type": "service", "entity.id": serviceID},
+	}, instance["entity.relationships"])
+	service := waitEvent(t, server, "entity.state", "service", serviceID)
+	assert.Equal(t, map[string]any{"service.version": "3.1"}, service["entity.description"])
+
+	pub.Exit()
+	assert.Equal(t, "process_exited", waitEvent(t, server, "entity.delete", "process", pubID)["entity.delete.reason"])
+	assert.Equal(t, "process_exited", waitEvent(t, server, "entity.delete", "service.instance", instanceID)["entity.delete.reason"])
+	for _, l := range server.allLogs() {
+		for _, rl := range l.ResourceLogs().All() {
+			for _, sl := range rl.ScopeLogs().All() {
+				for _, lr := range sl.LogRecords().All() {
+					assertStringEntityIDs(t, lr)
+					assert.False(t, lr.EventName() == "entity.delete" && lr.Attributes().AsRaw()["entity.type"] == "service",
+						"a service is never deleted")
+				}
+			}
+		}
+	}
+}
+
+// waitEvent waits for a spec-shaped event (eventName) of the entity of
+// type typ and id, and returns its attributes.
+func waitEvent(t *testing.T, s *otlpServer, eventName, typ string, id map[string]any) map[string]any {
+	t.Helper()
+	var found map[string]any
+	require.Eventually(t, func() bool {
+		for _, l := range s.allLogs() {
+			for _, rl := range l.ResourceLogs().All() {
+				for _, sl := range rl.ScopeLogs().All() {
+					for _, lr := range sl.LogRecords().All() {
+						a := lr.Attributes().AsRaw()
+						if lr.EventName() == eventName && a["entity.type"] == typ && assert.ObjectsAreEqual(id, a["entity.id"]) {
+							found = a
+							return true
+						}
+					}
+				}
+			}
+		}
+		return false
+	}, 20*time.Second, 50*time.Millisecond, "%s of %s %v", eventName, typ, id)
+	return found
 }
 
 // thisHost is the identity the collector, run on this host with root_path
