@@ -216,6 +216,7 @@ func (t *Tracker) publish(pid int, p *proc, res *result) {
 		p.env = envUnread // read again once the context ends
 	}
 	p.pub, p.found = pub, OutcomeOK
+	p.imageAt = max(p.imageAt, res.readAt)
 	t.pubs[pid] = pub
 	t.changes = append(t.changes, Change{Kind: kind, Process: pub})
 	t.changed = true

@@ -264,9 +264,9 @@ func (t *Tracker) handle(ev Event) {
 	case EventExec:
 		t.execed(pid, p, ev.Time)
 	case EventExit:
-		// An exit older than a publication event of the pid came late: the
+		// An exit older than the pid's image (imageAt) came late: the
 		// publication is a later process's (the pid was reused).
-		if p != nil && (ev.Time == 0 || p.pubEventAt <= ev.Time) {
+		if p != nil && (ev.Time == 0 || p.imageAt <= ev.Time) {
 			t.forget(pid, p)
 		}
 	case EventPublish, EventMemfd, EventUnmap:
@@ -275,13 +275,14 @@ func (t *Tracker) handle(ev Event) {
 }
 
 // execed: the process's publication, if any, is gone with its image; it is
-// young again. An exec older than a publication event of the process came
-// late (the two sources are two paths): the publication is the new image's.
+// young again. An exec older than the process's image (imageAt: a
+// publication event, or a read that found its identity) came late: the
+// publication is the new image's.
 func (t *Tracker) execed(pid int, p *proc, at uint64) {
 	switch {
 	case p == nil:
 		p = t.newProc(pid)
-	case at != 0 && p.pubEventAt > at:
+	case at != 0 && p.imageAt > at:
 		return
 	default:
 		t.newIncarnation(pid, p, Unpublished, p.start)
@@ -319,7 +320,7 @@ func (t *Tracker) publicationEvent(pid int, p *proc, ev Event) {
 	case p == nil:
 		p = t.newProc(pid)
 	}
-	p.pubEventAt = max(p.pubEventAt, ev.Time)
+	p.imageAt = max(p.imageAt, ev.Time)
 	p.steps = 0
 	if ev.Kind != EventMemfd {
 		t.want(pid, p, causeEvent)

@@ -417,6 +417,30 @@ func TestEventsOrderedByTime(t *testing.T) {
 	assert.Equal(t, []string{"unpublished 140 new-image"}, h.waitChanges(1))
 }
 
+// An exec the kernel reported before a read that found the new image's
+// publication began came late (cmd.Start returns once the exec is done,
+// its event may be read after a listing read the process): it does not
+// end the publication. One reported after the read does.
+func TestLateExecAfterARead(t *testing.T) {
+	host := trackertest.NewHost()
+	host.Add(145)
+	h, src := eventHarness(t, host, bothSources)
+	host.Publish(145, "read-first")
+	host.SetKernelTime(5000) // the read that finds it begins after the exec
+	src.Send(tracker.Event{Kind: tracker.EventPublish, PID: 145, Time: 4000})
+	assert.Equal(t, []string{"published 145 read-first"}, h.waitChanges(1))
+	src.Send(tracker.Event{Kind: tracker.EventExec, PID: 145, Time: 4500})
+	src.Send(tracker.Event{Kind: tracker.EventExit, PID: 145, Time: 4600})
+	h.settle()
+	p, _ := h.tr.Snapshot().Lookup(145)
+	require.NotNil(t, p)
+	assert.True(t, p.Live())
+	assert.Empty(t, h.take())
+
+	src.Send(tracker.Event{Kind: tracker.EventExec, PID: 145, Time: 6000})
+	assert.Equal(t, []string{"unpublished 145 read-first"}, h.waitChanges(1))
+}
+
 // While events make most scans skip the listing, a procfs that went away
 // is still noticed at the next scan, and the reads that fail meanwhile do
 // not make processes "exited".

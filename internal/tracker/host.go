@@ -3,6 +3,8 @@ package tracker
 import (
 	"fmt"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/processctx/otelcol-processctx/internal/otep"
 	"github.com/processctx/otelcol-processctx/internal/procfs"
 	"github.com/processctx/otelcol-processctx/internal/reader"
@@ -45,6 +47,10 @@ type Host interface {
 	// collector's own privileges keep it from reading other users'
 	// processes. It reads only the collector's own files.
 	Access() error
+	// KernelTime is the kernel's monotonic clock in nanoseconds, the clock
+	// of Event.Time (the proc connector's and the BPF programs'); 0 when
+	// the host has none.
+	KernelTime() uint64
 }
 
 // procHost is the Host of a procfs.
@@ -97,3 +103,11 @@ func (h *procHost) ExplainDenied(pid int) string { return h.fs.ExplainDenied(pid
 func (h *procHost) Access() error { return h.fs.CheckAccess() }
 
 func (h *procHost) CheckProcfs() error { return h.fs.Check() }
+
+func (h *procHost) KernelTime() uint64 {
+	var ts unix.Timespec
+	if unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts) != nil {
+		return 0
+	}
+	return uint64(ts.Nano())
+}

@@ -41,10 +41,13 @@ type proc struct {
 	// caused: a process calling prctl in a loop is read once per
 	// minEventGap, not in a loop.
 	eventReadAt int64
-	// pubEventAt is Event.Time of its last publication event: an exec or
-	// exit reported older than that is a previous process's, late.
-	pubEventAt uint64
-	stall      *stall // nil until a read of it stalled
+	// imageAt is the kernel time (Event.Time's clock) of the newest look
+	// at its current image: its last publication event, or the start of a
+	// read that found its identity. An exec or exit reported older than
+	// that is a previous image's or process's, late (the sources are
+	// other paths than the reads).
+	imageAt uint64
+	stall   *stall // nil until a read of it stalled
 	// deniedForGood: its denial was said, once, to be one no setting
 	// lifts; the reports leave it out.
 	deniedForGood bool
@@ -371,7 +374,7 @@ func (t *Tracker) newIncarnation(pid int, p *proc, ended ChangeKind, start uint6
 	t.endPublication(pid, p, ended)
 	old := *p
 	t.serials++
-	*p = proc{serial: t.serials, listed: old.listed, ino: old.ino, start: start, pubEventAt: old.pubEventAt}
+	*p = proc{serial: t.serials, listed: old.listed, ino: old.ino, start: start, imageAt: old.imageAt}
 	if ended == Unpublished {
 		p.stall = old.stall
 	}

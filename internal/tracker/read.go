@@ -65,6 +65,9 @@ type result struct {
 	envRead  bool
 	envErr   error
 	exe, why string // opDescribe
+	// readAt is Host.KernelTime when the read began: an exec or exit the
+	// kernel reported before it came before what the read found.
+	readAt uint64
 }
 
 // outcome classifies the result.
@@ -83,6 +86,7 @@ var errPidReused = fmt.Errorf("reused while it was read: %w", procfs.ErrProcessG
 // read runs the reads of r on h. Any of them may block as long as the
 // process lets it: the pool runs it under a deadline.
 func read(h Host, r *request) {
+	r.res.readAt = h.KernelTime()
 	switch r.op {
 	case opDescribe:
 		r.res.exe = h.Executable(r.pid)

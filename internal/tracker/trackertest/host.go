@@ -38,6 +38,8 @@ type Host struct {
 	entries []procfs.PidEntry
 	listErr error
 	access  error
+	// kernelTime is what KernelTime answers.
+	kernelTime uint64
 }
 
 // Proc is one fake process. Change it through Host.Set once the host is in
@@ -314,6 +316,21 @@ func (h *Host) CheckProcfs() error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.listErr
+}
+
+// KernelTime implements tracker.Host: 0 (no kernel clock: tests give
+// events the times they choose) unless SetKernelTime set one.
+func (h *Host) KernelTime() uint64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.kernelTime
+}
+
+// SetKernelTime sets what KernelTime answers from now on.
+func (h *Host) SetKernelTime(ns uint64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.kernelTime = ns
 }
 
 // Access implements tracker.Host.
