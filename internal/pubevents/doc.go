@@ -39,6 +39,15 @@
 // EPERM): that kernel does not let anything patch function entries, so
 // the refusal is the kernel's, not this program's.
 //
+// An entry point's name may have more than one function in the kernel's
+// BTF: Debian 12's cloud kernel (6.1) holds two __x64_sys_memfd_create,
+// the definition and the weak stub of kernel/sys_ni.c, which the linker
+// dropped. cilium/ebpf refuses such a name (cilium/ebpf#894); when every
+// candidate has the same prototype, that program is loaded here with the
+// first one's BTF type id, as libbpf would: the kernel finds the function
+// by its name, of which there is one symbol. Candidates of different
+// prototypes are ErrUnsupported, naming the program.
+//
 // SyscallTracepoints attaches to the exit events of the three syscalls
 // (syscalls/sys_exit_prctl, …): only they run a program, which finds the
 // arguments in the task's saved user registers. But while any syscall
@@ -70,9 +79,10 @@
 // Load returns an error wrapping ErrPermission when the kernel refused for
 // lack of privilege (EPERM without CAP_BPF and CAP_PERFMON, or lockdown),
 // and ErrUnsupported when this system cannot run the programs (another OS
-// or architecture, no kernel BTF, no attach target, no syscall events, or
-// with Fexit an EPERM despite those capabilities: a kernel refusing
-// trampolines); both also wrap the underlying error.
+// or architecture, no kernel BTF, no attach target or an ambiguous one, no
+// syscall events, or with Fexit an EPERM despite those capabilities: a
+// kernel refusing trampolines); both also wrap the underlying error, which
+// names the program that failed.
 // Any other Load error is unexpected, such as a verifier rejection, whose
 // log it carries. Read returns ErrClosed after Close,
 // os.ErrDeadlineExceeded when the deadline of SetDeadline passed, and for

@@ -5,6 +5,7 @@ package pubevents
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"strings"
 	"sync"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/ringbuf"
 	"golang.org/x/sys/unix"
@@ -81,12 +83,14 @@ func Load(opts Options) (*Watcher, error) {
 		spec.Programs[prog].AttachTo = syscallPrefix + syscallOf[prog]
 	}
 
-	return load(spec, opts.Mechanism)
+	return load(spec, opts.Mechanism, false)
 }
 
 // load loads and attaches the programs of one mechanism, with their own
-// maps.
-func load(spec *ebpf.CollectionSpec, m Mechanism) (*Watcher, error) {
+// maps. The fexit programs whose target's name is ambiguous in the
+// kernel's BTF are loaded with the target's type id (target_linux.go);
+// all of them with byID, for tests.
+func load(spec *ebpf.CollectionSpec, m Mechanism, byID bool) (*Watcher, error) {
 	spec = spec.Copy()
 	keep := map[string]bool{}
 	for _, name := range programs(m) {
@@ -97,9 +101,37 @@ func load(spec *ebpf.CollectionSpec, m Mechanism) (*Watcher, error) {
 			delete(spec.Programs, name)
 		}
 	}
-	coll, err := ebpf.NewCollection(spec)
+	// One parse of the kernel's BTF, for the library and the checks here.
+	cache := btf.NewCache()
+	var (
+		kernel *btf.Spec
+		ids    map[string]btf.TypeID
+	)
+	byName := *spec
+	byName.Programs = maps.Clone(spec.Programs)
+	if m == Fexit {
+		var err error
+		if kernel, err = cache.Kernel(); err != nil {
+			return nil, classify(m, "load the kernel's BTF", err)
+		}
+		if ids, err = fexitTargetIDs(spec, kernel, byID); err != nil {
+			return nil, classify(m, "load BPF programs", err)
+		}
+		for name := range ids {
+			delete(byName.Programs, name)
+		}
+	}
+	coll, err := ebpf.NewCollectionWithOptions(&byName, ebpf.CollectionOptions{Cache: cache})
 	if err != nil {
 		return nil, classify(m, "load BPF programs", err)
+	}
+	for name, id := range ids {
+		prog, err := loadTracingByID(spec.Programs[name], coll.Maps, kernel, id)
+		if err != nil {
+			coll.Close()
+			return nil, classify(m, "load BPF programs", fmt.Errorf("program %s (%s, BTF type %d): %w", name, spec.Programs[name].AttachTo, id, err))
+		}
+		coll.Programs[name] = prog
 	}
 	w := &Watcher{
 		coll:      coll,
@@ -145,12 +177,16 @@ func (w *Watcher) attach(spec *ebpf.CollectionSpec) error {
 func (w *Watcher) attachProgram(spec *ebpf.CollectionSpec, name string, tracefs int) (link.Link, error) {
 	prog := w.coll.Programs[name]
 	if tracefs >= 0 {
-		return attachSyscallExit(tracefs, prog, syscallOf[name])
+		l, err := attachSyscallExit(tracefs, prog, syscallOf[name])
+		if err != nil {
+			return nil, fmt.Errorf("program %s: %w", name, err)
+		}
+		return l, nil
 	}
 	ps := spec.Programs[name]
 	l, err := link.AttachTracing(link.TracingOptions{Program: prog, AttachType: ps.AttachType})
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", ps.AttachTo, err)
+		return nil, fmt.Errorf("program %s: %s: %w", name, ps.AttachTo, err)
 	}
 	return l, nil
 }
@@ -167,6 +203,10 @@ func classify(m Mechanism, what string, err error) error {
 	case errors.Is(err, unix.EPERM):
 		return fmt.Errorf("%w: %s: %s: %w", ErrPermission, m, what, err)
 	case errors.Is(err, ebpf.ErrNotSupported), errors.Is(err, errnoENOTSUPP), errors.Is(err, unix.EOPNOTSUPP):
+		return fmt.Errorf("%w: %s: %s: %w", ErrUnsupported, m, what, err)
+	case errors.Is(err, btf.ErrMultipleMatches):
+		// A target name of different functions (fexitTargetIDs), or the
+		// library's refusal of an ambiguous one.
 		return fmt.Errorf("%w: %s: %s: %w", ErrUnsupported, m, what, err)
 	}
 	return fmt.Errorf("pubevents: %s: %s: %w", m, what, err)

@@ -55,10 +55,19 @@ func RepoRoot() string {
 // repository's root); their hash names the cache directory.
 var publisherSources = []string{"cmd/ctxpublisher", "internal/publisher", "internal/otep", "testdata/cpublisher", "go.mod", "go.sum"}
 
+// PublishersEnv names a directory holding prebuilt go-publisher and
+// c-publisher executables, used instead of building them: for test
+// binaries run where there is no source tree or compiler (the kernel
+// matrix's guests, test/kernel).
+const PublishersEnv = "PUBTEST_PUBLISHERS"
+
 // Binary returns the path of kind's publisher executable, building both on
-// first use.
+// first use (or taking them from $PUBTEST_PUBLISHERS).
 func Binary(t testing.TB, kind Kind) string {
 	t.Helper()
+	if dir := os.Getenv(PublishersEnv); dir != "" {
+		return filepath.Join(dir, string(kind)+"-publisher")
+	}
 	build.once.Do(func() { build.dir, build.err = buildPublishers() })
 	if build.err != nil {
 		t.Fatal(build.err)
