@@ -49,6 +49,9 @@ func (a *arrivals) consume(_ context.Context, ld plog.Logs) error {
 	for _, rl := range ld.ResourceLogs().All() {
 		for _, sl := range rl.ScopeLogs().All() {
 			for _, lr := range sl.LogRecords().All() {
+				if entityTypeOf(lr) != "process" {
+					continue // its service and instance
+				}
 				attrs := lr.Attributes()
 				kind, _ := attrs.Get(legacyEventType)
 				id, _ := attrs.Get(legacyEntityID)

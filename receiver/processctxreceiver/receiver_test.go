@@ -376,7 +376,7 @@ func findRecord(t *testing.T, logs []plog.Logs, pid int) plog.LogRecord {
 		for _, rl := range l.ResourceLogs().All() {
 			for _, sl := range rl.ScopeLogs().All() {
 				for _, lr := range sl.LogRecords().All() {
-					if decodeEvent(t, lr).pid == pid {
+					if entityTypeOf(lr) == "process" && decodeEvent(t, lr).pid == pid {
 						return lr
 					}
 				}
