@@ -15,13 +15,19 @@ import (
 func (t *Tracker) applyJob(j *job) {
 	t.jobsOut--
 	defer t.recycle(j)
+	each := func(r *request, fn func(*request)) { // a description goes to the reports
+		if r.op == opDescribe {
+			fn = t.described
+		}
+		fn(r)
+	}
 	state, n := j.outcome()
 	for i := range n {
-		t.apply(&j.reqs[i])
+		each(&j.reqs[i], t.apply)
 	}
 	switch state {
 	case jobStalled:
-		t.stalled(&j.reqs[j.stalledAt])
+		each(&j.reqs[j.stalledAt], t.stalled)
 		if rest := j.reqs[j.stalledAt+1:]; len(rest) > 0 {
 			again := &job{scan: j.scan, urgent: j.urgent, reqs: make([]request, len(rest))}
 			for i, r := range rest {
@@ -32,34 +38,17 @@ func (t *Tracker) applyJob(j *job) {
 		}
 	case jobNotRun:
 		for i := range j.reqs {
-			t.notRun(&j.reqs[i])
+			each(&j.reqs[i], t.notRun)
 		}
 	}
 	t.jobBack(j)
-}
-
-// current returns the process a request was for, nil when it exited or
-// became another incarnation meanwhile (the read is of the past: the
-// probes waiting for it are done), and what lookups said of it while the
-// read was out. The read is no longer out either way.
-func (t *Tracker) current(r *request) (*proc, Outcome) {
-	p := t.procs[r.pid]
-	if p == nil || p.serial != r.serial {
-		if p == nil || p.reading == causeNone {
-			t.probes.resolve(r.pid)
-		}
-		return nil, OutcomeUnknown
-	}
-	before := t.lookupOutcome(p, t.clock())
-	p.reading = causeNone
-	return p, before
 }
 
 // settled notes pid for the next snapshot when what lookups say of p is
 // no longer before (most reads change nothing, and cost no snapshot), and
 // ends the probes waiting for p unless a read of it is out again.
 func (t *Tracker) settled(pid int, p *proc, before Outcome) {
-	if t.lookupOutcome(p, t.clock()) != before {
+	if t.planner().lookupOutcome(p, t.clock()) != before {
 		t.touch(pid)
 	}
 	if p.reading == causeNone {
@@ -80,13 +69,9 @@ func (t *Tracker) described(r *request) {
 
 // apply updates the process a request read, then plans what follows.
 func (t *Tracker) apply(r *request) {
-	if r.op == opDescribe {
-		t.described(r)
-		return
-	}
 	o := r.outcome()
 	t.reads[o]++
-	p, before := t.current(r)
+	p, before := t.endRead(r)
 	if p == nil {
 		return
 	}
@@ -121,15 +106,15 @@ func (t *Tracker) apply(r *request) {
 	if o == OutcomeOK || o == OutcomeUnchanged || o == OutcomeNoContext {
 		p.answered()
 	}
-	if p.publishes() && (r.op == opRefresh || r.op == opDiscover) {
+	if p.hasContext() && (r.op == opRefresh || r.op == opDiscover) {
 		t.applyToPublisher(r, p, o)
 	} else {
 		t.applyToSilent(r, p, o)
 	}
-	t.followUp(r.pid, p, r.cause, o, r.op == opDiscover)
+	t.act(r.pid, p, trigger{kind: onRead, read: r.cause, found: o, discovered: r.op == opDiscover})
 	if r.noMaps && p.reading == causeNone && t.probes.waitsFor(r.pid) {
 		// A probe waits for what this read did not look at.
-		t.want(r.pid, p, causeProbe)
+		t.act(r.pid, p, trigger{kind: onProbe})
 	}
 }
 
@@ -149,7 +134,7 @@ func (t *Tracker) gone(r *request, p *proc) {
 	// new process is read now, since its events may all have been spent on
 	// the old one.
 	t.newIncarnation(r.pid, p, Exited, 0)
-	t.want(r.pid, p, causeEvent)
+	t.act(r.pid, p, trigger{kind: onReused})
 }
 
 // applyToPublisher applies a read of a publisher.
@@ -199,9 +184,9 @@ func (t *Tracker) applyToSilent(r *request, p *proc, o Outcome) {
 func (t *Tracker) publish(pid int, p *proc, res *result) {
 	kind := Updated
 	switch {
-	case p.pub == nil:
+	case p.identity == nil:
 		kind = Published
-	case p.pub.Source == res.source && p.pub.Addr == res.addr && p.pub.Context.PublishedAt == res.ctx.PublishedAt:
+	case p.identity.Source == res.source && p.identity.Addr == res.addr && p.identity.Context.PublishedAt == res.ctx.PublishedAt:
 		return // the same context or environment, read again (a new inode, say)
 	}
 	pub := (&Process{
@@ -215,7 +200,7 @@ func (t *Tracker) publish(pid int, p *proc, res *result) {
 	if res.source == SourceContext {
 		p.env = envUnread // read again once the context ends
 	}
-	p.pub, p.found = pub, OutcomeOK
+	p.identity, p.found = pub, OutcomeOK
 	p.imageAt = max(p.imageAt, res.readAt)
 	t.pubs[pid] = pub
 	t.changes = append(t.changes, Change{Kind: kind, Process: pub})
@@ -223,20 +208,20 @@ func (t *Tracker) publish(pid int, p *proc, res *result) {
 }
 
 // watchUnmap keeps the count of live publications and tells the event
-// source which context mapping of pid to watch, as p.pub is replaced by a
+// source which context mapping of pid to watch, as p.identity is replaced by a
 // context at addr (is) or by an identity that is not one, or ends (!is).
 func (t *Tracker) watchUnmap(pid int, p *proc, is bool, addr uint64) {
-	was := p.publishes()
+	was := p.hasContext()
 	switch {
 	case is && !was:
-		t.livePub++
+		t.liveContexts++
 	case was && !is:
-		t.livePub--
+		t.liveContexts--
 	}
 	f := t.events.filter
 	switch {
 	case f == nil:
-	case is && (!was || p.pub.Addr != addr):
+	case is && (!was || p.identity.Addr != addr):
 		if err := f.Track(pid, addr, otep.HeaderSize); err != nil {
 			t.log.Debug("The event source cannot watch this publication's unmapping", zap.Int("pid", pid), zap.Error(err))
 		}
@@ -248,13 +233,13 @@ func (t *Tracker) watchUnmap(pid int, p *proc, is bool, addr uint64) {
 // endPublication ends p's live publication (or identity from its
 // environment), if any, keeping it for the grace period.
 func (t *Tracker) endPublication(pid int, p *proc, kind ChangeKind) {
-	if p.pub == nil {
+	if p.identity == nil {
 		return
 	}
-	ended := *p.pub
+	ended := *p.identity
 	ended.EndedAt = t.now()
 	t.watchUnmap(pid, p, false, 0)
-	p.pub, p.found = nil, OutcomeNoContext
+	p.identity, p.found = nil, OutcomeNoContext
 	t.changes = append(t.changes, Change{Kind: kind, Process: &ended})
 	t.changed = true
 	if t.cfg.GracePeriod <= 0 {
@@ -267,18 +252,12 @@ func (t *Tracker) endPublication(pid int, p *proc, kind ChangeKind) {
 
 // stalled quarantines the process whose read did not return in time.
 func (t *Tracker) stalled(r *request) {
-	if r.op == opDescribe {
-		t.described(r)
-		return
-	}
 	t.reads[OutcomeStalled]++
 	defer t.probes.resolve(r.pid)
+	t.endRead(r)
 	p := t.procs[r.pid]
 	if p == nil {
 		return
-	}
-	if p.serial == r.serial {
-		p.reading = causeNone
 	}
 	// The pid stalls reads, whichever incarnation they were for.
 	if p.stall == nil {
@@ -295,10 +274,10 @@ func (t *Tracker) stalled(r *request) {
 		backoff = limit
 	}
 	s.until = t.clock() + int64(backoff)
-	if p.pub == nil {
+	if p.identity == nil {
 		p.found = OutcomeStalled
 	}
-	t.plan(r.pid, p, causeQuarantine, s.until)
+	t.act(r.pid, p, trigger{kind: onStall})
 	t.touch(r.pid)
 	t.log.Debug("Read abandoned at its deadline", zap.Int("pid", r.pid),
 		zap.Duration("read_timeout", t.cfg.ReadTimeout), zap.Duration("retry_in", backoff))
@@ -313,11 +292,7 @@ func (t *Tracker) released(pid int) {
 
 // notRun: a request no reader could run; it is tried again when next due.
 func (t *Tracker) notRun(r *request) {
-	if r.op == opDescribe {
-		t.described(r)
-		return
-	}
-	if p, before := t.current(r); p != nil {
+	if p, before := t.endRead(r); p != nil {
 		t.settled(r.pid, p, before)
 	}
 }

@@ -255,11 +255,7 @@ func (t *Tracker) handle(ev Event) {
 		if p == nil { // else known already: a listing or a publication event came first
 			p = t.newProc(pid)
 			t.lookedAtExec(p)
-			if t.cfg.uses(SourceEnvironment) {
-				// Its environment, unless it execs first (most forks do,
-				// at once: the exec makes another plan).
-				t.plan(pid, p, causeExec, t.clock()+int64(youngDelays[0]))
-			}
+			t.act(pid, p, trigger{kind: onFork})
 		}
 	case EventExec:
 		t.execed(pid, p, ev.Time)
@@ -288,14 +284,7 @@ func (t *Tracker) execed(pid int, p *proc, at uint64) {
 		t.newIncarnation(pid, p, Unpublished, p.start)
 	}
 	t.lookedAtExec(p)
-	if t.events.live&PublicationEvents == 0 {
-		// The young reads look for a context, and read the environment
-		// with the first.
-		t.plan(pid, p, causeYoung, t.clock()+int64(youngDelays[0]))
-	} else if t.cfg.uses(SourceEnvironment) {
-		// Read once per exec; a process that exits at once is not read.
-		t.plan(pid, p, causeExec, t.clock()+int64(minEventGap))
-	}
+	t.act(pid, p, trigger{kind: onExec})
 }
 
 // lookedAtExec records what a fork or exec tells of the new image: it
@@ -315,18 +304,13 @@ func (t *Tracker) lookedAtExec(p *proc) {
 func (t *Tracker) publicationEvent(pid int, p *proc, ev Event) {
 	unmap := ev.Kind == EventUnmap
 	switch {
-	case p == nil && unmap, p != nil && unmap && p.pub == nil:
+	case p == nil && unmap, p != nil && unmap && p.identity == nil:
 		return
 	case p == nil:
 		p = t.newProc(pid)
 	}
 	p.imageAt = max(p.imageAt, ev.Time)
-	p.steps = 0
-	if ev.Kind != EventMemfd {
-		t.want(pid, p, causeEvent)
-		return
-	}
-	if d, _ := t.decide(p, causeEvent, t.clock()); d != skip {
-		t.plan(pid, p, causeEvent, t.clock()+int64(minEventGap))
-	}
+	t.act(pid, p, trigger{kind: publicationTriggers[ev.Kind-EventPublish]})
 }
+
+var publicationTriggers = [...]triggerKind{onPublish, onMemfd, onUnmap}

@@ -63,7 +63,7 @@ func (t *Tracker) run() {
 			t.jobsOut++
 		case <-tm.superviseC:
 			tm.superviseC = nil
-			for _, j := range t.pool.expire() {
+			for _, j := range t.pool.abandonOverdue() {
 				t.applyJob(j)
 			}
 		case ev := <-t.events.queue:

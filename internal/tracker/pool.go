@@ -60,9 +60,9 @@ func (j *job) finish() bool {
 	return true
 }
 
-// expire abandons the job when its current request started before
+// abandonIfOverdue abandons the job when its current request started before
 // deadline.
-func (j *job) expire(deadline time.Time) bool {
+func (j *job) abandonIfOverdue(deadline time.Time) bool {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.state != jobRunning || !j.since.Before(deadline) {
@@ -94,7 +94,7 @@ type worker struct {
 }
 
 // pool runs jobs on worker goroutines; the tracker's loop abandons a
-// request that does not return within the timeout (expire). Results go to
+// request that does not return within the timeout (abandonOverdue). Results go to
 // the loop.
 type pool struct {
 	host       Host
@@ -245,17 +245,17 @@ func (p *pool) deliver(j *job) {
 	}
 }
 
-// expire abandons the requests that overran their deadline, replacing
+// abandonOverdue abandons the requests that overran their deadline, replacing
 // their workers, and returns their jobs; when no worker is left, it also
 // returns the queued jobs, not run. The tracker's loop calls it every
 // superviseTick while jobs are out.
-func (p *pool) expire() []*job {
+func (p *pool) abandonOverdue() []*job {
 	deadline := p.now().Add(-p.timeout)
 	p.mu.Lock()
 	var expired []*job
 	for w := range p.live {
 		j := w.current.Load()
-		if j == nil || !j.expire(deadline) {
+		if j == nil || !j.abandonIfOverdue(deadline) {
 			continue
 		}
 		expired = append(expired, j)

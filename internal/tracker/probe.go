@@ -79,8 +79,8 @@ func (t *Tracker) probe(w *probeWait) {
 		if p == nil {
 			p = t.newProc(pid)
 		}
-		t.want(pid, p, causeProbe)
-		if t.lookupOutcome(p, now) == OutcomeUnknown && (p.reading != causeNone || p.planned != causeNone) &&
+		t.act(pid, p, trigger{kind: onProbe})
+		if t.planner().lookupOutcome(p, now) == OutcomeUnknown && (p.reading != causeNone || p.planned != causeNone) &&
 			!t.probes.givenUp(pid, now) {
 			t.probes.waiting[pid] = append(t.probes.waiting[pid], w)
 			w.left++

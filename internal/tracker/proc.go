@@ -1,38 +1,36 @@
 package tracker
 
-import (
-	"time"
-)
+import "time"
 
 // proc is what the tracker knows of one process: one incarnation of a pid,
 // until an exec or the pid's reuse makes another (newIncarnation). Kept
 // small: a host runs thousands, most publishing nothing.
 type proc struct {
 	// Who it is.
-	serial uint32 // names this incarnation: a read of another is of the past
-	listed uint32 // the generation of the last listing that found the pid
-	start  uint64 // start time in clock ticks, (pid, start) the key; 0 until read
-	ino    uint64 // inode of /proc/<pid> when last listed; another one: maybe another process
+	serial   uint32 // names this incarnation: a read of another is of the past
+	listedIn uint32 // the generation of the last scan whose listing found the pid
+	start    uint64 // start time in clock ticks, (pid, start) the key; 0 until read
+	ino      uint64 // inode of /proc/<pid> when last listed; another one: maybe another process
 
-	// Who it says it is: pub while it publishes a context, or while its
-	// environment names it; otherwise found says what its last read found
-	// (OutcomeUnknown: not read yet).
-	pub    *Process
-	found  Outcome
-	kernel bool // a kernel thread: no user memory, never read again
+	// Who it says it is: identity while it publishes a context
+	// (hasContext), or while its environment names it; otherwise found says
+	// what its last read found (OutcomeUnknown: not read yet).
+	identity *Process
+	found    Outcome
+	kernel   bool // a kernel thread: no user memory, never read again
 	// env says whether its environment, fixed at exec, was read: what it
-	// said is pub, unless a context replaced it. A context published makes
+	// said is identity, unless a context replaced it. A context published makes
 	// it unread: when the context ends, the environment is read again, in
 	// the same read.
 	env envState
 
-	// Its reads: the one out, the one planned (decide says which).
+	// Its reads: the one out, the one planned (the planner says which).
 	reading, planned cause
-	// steps counts the reads of its young or retry series; rechecks its
-	// maps reads without a context since it last changed (the rescan
-	// backoff).
-	steps, rechecks uint8
-	plannedAt       int64 // clock; at most now: once the read out returns
+	// retries counts the reads of its retry series, young of its young
+	// series; rechecks its maps reads without a context since it last
+	// changed (the rescan backoff).
+	retries, young, rechecks uint8
+	plannedAt                int64 // clock; at most now: once the read out returns
 	// lookedAt is the clock of its last maps read, or of the fork or exec
 	// event that told without one, while publication events come, that it
 	// publishes nothing; 0: not looked at since its exec.
@@ -53,8 +51,8 @@ type proc struct {
 	deniedForGood bool
 }
 
-// cause is why a process is read. Every cause asks decide whether and
-// when; they differ in what follows the read (followUp).
+// cause is why a process is read. The planner says whether and when; what
+// follows the read differs (afterRead).
 type cause uint8
 
 const (
@@ -80,9 +78,9 @@ const (
 	causeYoung
 	// causeQuarantine: a quarantined process's backoff has passed.
 	causeQuarantine
-	// causeExec: a fork or exec event: the environment of the new image
-	// is read, not its maps (publication events tell of its context).
-	causeExec
+	// causeEnviron: a fork or exec event: the environment of the new
+	// image is read, not its maps (publication events tell of its context).
+	causeEnviron
 )
 
 // urgent reports whether reads for c go before scan work: something is
@@ -112,7 +110,7 @@ const (
 // schedule takes over after the last.
 var youngDelays = [...]time.Duration{time.Second, 2 * time.Second, 5 * time.Second, 10 * time.Second, 20 * time.Second}
 
-// youngReads is the length of the young series: steps at it ends it.
+// youngReads is the length of the young series: young at it ends it.
 const youngReads = uint8(len(youngDelays))
 
 // envState says whether a process's environment was read.
@@ -162,201 +160,17 @@ func (p *proc) quarantined() bool { return p.stall != nil && p.stall.strikes > 0
 // without a publication is out or planned: it may have just published, so
 // lookups say it is not known yet and probes wait for that read.
 func (p *proc) awaitsEvent() bool {
-	return p.pub == nil && (p.reading == causeEvent || p.planned == causeEvent)
+	return p.identity == nil && (p.reading == causeEvent || p.planned == causeEvent)
 }
 
 // publishes reports whether p publishes a context (and is not only named
 // by its environment).
-func (p *proc) publishes() bool { return p.pub != nil && p.pub.Source == SourceContext }
-
-// lookupOutcome is what a lookup of the pid says now while the snapshot
-// has no publication of it: OutcomeUnknown while a read may tell what the
-// lookup should wait for (a publication event's, or a read due).
-func (t *Tracker) lookupOutcome(p *proc, now int64) Outcome {
-	switch {
-	case p.pub != nil:
-		return OutcomeOK // in the snapshot
-	case p.awaitsEvent():
-		return OutcomeUnknown
-	case p.kernel:
-		return OutcomeNoContext
-	case p.found == OutcomeNoContext && (t.envDue(p) || t.contextDue(p, now)):
-		return OutcomeUnknown
-	}
-	return p.found
-}
-
-// envDue reports whether p's environment, a source, was not read since
-// its exec: telemetry that names it waits for that read (Probe), a small
-// one.
-func (t *Tracker) envDue(p *proc) bool {
-	return p.env == envUnread && t.cfg.uses(SourceEnvironment)
-}
-
-// contextDue reports whether a read of p's maps may find a context that
-// its last read did not, while no publication events tell of contexts:
-// its maps were not read since its exec, or not for
-// Config.RecheckInterval. Telemetry that names it waits for that read
-// (Probe): its first batch gets the context its SDK published at start-up,
-// and a pid named again and again is read at most once per
-// RecheckInterval. The pid is noted for the snapshot when the interval
-// has passed (noteRecheck).
-func (t *Tracker) contextDue(p *proc, now int64) bool {
-	return t.cfg.uses(SourceContext) && t.events.live&PublicationEvents == 0 &&
-		(p.lookedAt == 0 || now-p.lookedAt >= int64(t.cfg.RecheckInterval))
-}
-
-// decision is what a cause asks of a process now.
-type decision uint8
-
-const (
-	skip      decision = iota // no read
-	readNow                   // read it now
-	readLater                 // at the time decide returns, or once the read out returns
-)
-
-// decide is the one place that says whether, and when, a cause reads a
-// process, from what the tracker knows of it.
-func (t *Tracker) decide(p *proc, c cause, now int64) (decision, int64) {
-	switch {
-	case p.kernel && c != causeListing, p.stall.blocks(now):
-		// Quarantined, or its read stuck where another would stick too.
-		// A kernel thread is read only when its /proc entry changed: the
-		// pid may name another process.
-		return skip, 0
-	case p.reading != causeNone:
-		if c == causeEvent || c == causeRetry || c == causeYoung {
-			return readLater, now // what it tells may be newer than the read out
-		}
-		return skip, 0
-	}
-	switch c {
-	case causeRescan:
-		if p.publishes() || now-p.lookedAt < int64(t.rescanDelay(p)) || t.nothingToFind(p) {
-			return skip, 0
-		}
-	case causeProbe:
-		if t.lookupOutcome(p, now) != OutcomeUnknown {
-			return skip, 0 // known meanwhile: nothing a read could tell yet
-		}
-	case causeYoung:
-		if p.publishes() || p.steps >= youngReads || t.nothingToFind(p) {
-			return skip, 0
-		}
-	case causeExec:
-		if p.env == envRead || p.publishes() || !t.cfg.uses(SourceEnvironment) {
-			return skip, 0
-		}
-	case causeEvent, causeRetry:
-		if at := p.eventReadAt + int64(minEventGap); p.eventReadAt != 0 && at > now {
-			return readLater, at
-		}
-	}
-	return readNow, now
-}
-
-// nothingToFind reports whether reading p again cannot tell anything new:
-// its environment is read and contexts are not a source.
-func (t *Tracker) nothingToFind(p *proc) bool {
-	return p.env == envRead && !t.cfg.uses(SourceContext)
-}
-
-// want reads p for c now, plans the read, or does nothing, as decide says.
-func (t *Tracker) want(pid int, p *proc, c cause) {
-	now := t.clock()
-	switch d, at := t.decide(p, c, now); d {
-	case readNow:
-		t.enqueue(&job{urgent: c.urgent(), reqs: []request{t.request(pid, p, c, now)}})
-	case readLater:
-		t.plan(pid, p, c, at)
-	}
-}
-
-// request starts a read of p for c: what to read follows from what is
-// known of it.
-func (t *Tracker) request(pid int, p *proc, c cause, now int64) request {
-	r := request{pid: pid, serial: p.serial, cause: c, start: p.start, via: p.via(),
-		env: p.env != envRead && t.cfg.uses(SourceEnvironment),
-		// A probe of a process whose maps are not due reads only what is.
-		noMaps: c == causeExec || !t.cfg.uses(SourceContext) ||
-			c == causeProbe && p.found == OutcomeNoContext && !t.contextDue(p, now)}
-	switch {
-	case p.start == 0 || c == causeListing:
-		r.op = opDiscover
-	case p.publishes():
-		r.op, r.addr, r.last = opRefresh, p.pub.Addr, p.pub.Context.PublishedAt
-	default:
-		r.op = opLocate
-	}
-	if c == causeEvent || p.planned == causeEvent {
-		t.touch(pid) // awaitsEvent may change
-	}
-	p.reading = c
-	if c == causeEvent || c == causeRetry {
-		p.eventReadAt = now
-	}
-	if p.planned == c {
-		p.planned = causeNone // this read is the one planned
-	}
-	return r
-}
-
-// followUp plans what comes after a read of p for c that found o: the
-// read planned while it was out, the next of a retry or young series.
-func (t *Tracker) followUp(pid int, p *proc, c cause, o Outcome, discovered bool) {
-	now := t.clock()
-	switch {
-	case p.planned != causeNone && p.plannedAt <= now:
-		next := p.planned
-		p.planned = causeNone
-		t.want(pid, p, next)
-	case p.publishes() || p.kernel:
-		p.steps = youngReads
-	case p.steps < publishRetries && (o == OutcomeTorn || (c == causeEvent || c == causeRetry) && o == OutcomeNoContext):
-		// A publication event's read that came too early, or a first
-		// publication met mid-update (whatever read it): again soon.
-		p.steps++
-		t.plan(pid, p, causeRetry, now+int64(minEventGap<<(2*p.steps)))
-	case o == OutcomeNoContext && t.events.live&PublicationEvents == 0 && p.steps < youngReads &&
-		(c == causeYoung || (discovered && t.scanned)):
-		// A process met for the first time (it may be between fork and
-		// exec), or one that exec'd: young, read again soon.
-		if c == causeYoung {
-			p.steps++
-		}
-		if p.steps < youngReads {
-			t.plan(pid, p, causeYoung, now+int64(youngDelays[p.steps]))
-		}
-	}
-}
-
-// rescanDelay is how long a process without a context waits before its
-// maps are read again: RescanInterval for the first rescanFastChecks
-// re-reads, then doubled after each one that found nothing, up to
-// RescanMaxInterval. SDKs publish soon after start; a process that did not
-// for an hour is unlikely to in the next minute. With publication events,
-// only after ReconcileInterval, or at once when events were dropped since.
-func (t *Tracker) rescanDelay(p *proc) time.Duration {
-	if t.events.live&PublicationEvents != 0 {
-		if p.lookedAt <= t.discovery.pubLostAt {
-			return 0
-		}
-		return t.cfg.ReconcileInterval
-	}
-	d := t.cfg.RescanInterval
-	for i := rescanFastChecks; i <= int(p.rechecks); i++ {
-		if d >= t.cfg.RescanMaxInterval/2 {
-			return t.cfg.RescanMaxInterval
-		}
-		d *= 2
-	}
-	return min(d, t.cfg.RescanMaxInterval)
-}
+func (p *proc) hasContext() bool { return p.identity != nil && p.identity.Source == SourceContext }
 
 // newProc records a pid not known before.
 func (t *Tracker) newProc(pid int) *proc {
 	t.serials++
-	p := &proc{serial: t.serials, listed: t.gen}
+	p := &proc{serial: t.serials, listedIn: t.gen}
 	t.procs[pid] = p
 	t.touch(pid)
 	return p
@@ -374,7 +188,7 @@ func (t *Tracker) newIncarnation(pid int, p *proc, ended ChangeKind, start uint6
 	t.endPublication(pid, p, ended)
 	old := *p
 	t.serials++
-	*p = proc{serial: t.serials, listed: old.listed, ino: old.ino, start: start, imageAt: old.imageAt}
+	*p = proc{serial: t.serials, listedIn: old.listedIn, ino: old.ino, start: start, imageAt: old.imageAt}
 	if ended == Unpublished {
 		p.stall = old.stall
 	}

@@ -21,12 +21,12 @@ const (
 
 // scan is the scan in progress.
 type scan struct {
-	gen     uint32
-	listed  bool // it listed the host
-	began   time.Time
-	pending int // its jobs not back yet
-	stats   ScanStats
-	waiters []chan struct{} // Rescan and ScanSoon calls waiting for it
+	gen        uint32
+	hasListing bool // it listed the host
+	began      time.Time
+	pending    int // its jobs not back yet
+	stats      ScanStats
+	waiters    []chan struct{} // Rescan and ScanSoon calls waiting for it
 }
 
 // discoveryState is what decides the next scans' work.
@@ -72,7 +72,7 @@ func (t *Tracker) startScan() {
 		return
 	}
 	t.gen++
-	s := &scan{gen: t.gen, began: t.now(), listed: true}
+	s := &scan{gen: t.gen, began: t.now(), hasListing: true}
 	s.stats.Began, s.stats.Listed, s.stats.Processes = s.began, true, len(entries)
 	t.scan = s
 	d.lastListed = now
@@ -80,35 +80,24 @@ func (t *Tracker) startScan() {
 	if full {
 		d.fullScan, d.lastFull = false, now
 	}
-	b := batcher{t: t, now: now}
+	b, pl := batcher{t: t, now: now}, t.planner()
 	var rescans []int
 	for _, e := range entries {
 		p := t.procs[e.Pid]
 		if p == nil {
 			p = t.newProc(e.Pid)
-			p.ino = e.Ino
-			b.add(e.Pid, p, causeListing)
-			continue
 		}
-		p.listed = s.gen
-		c := listingCause(p, e.Ino, full)
-		if c == causeNone {
-			if p.ino == 0 {
-				p.ino = e.Ino // known from its fork or exec event
-			}
-			continue
+		p.listedIn = s.gen
+		rp := pl.next(p, trigger{kind: onListing, ino: e.Ino, full: full}, now)
+		if rp.cause == causeListing || p.ino == 0 && p.start == 0 && p.found == OutcomeNoContext {
+			p.ino = e.Ino // read for it, or known from its fork or exec event
 		}
-		if d, _ := t.decide(p, c, now); d != readNow {
-			continue
-		}
-		switch c {
-		case causeRescan:
+		switch {
+		case rp.cause == causeNone || rp.at > now:
+		case rp.cause == causeRescan:
 			rescans = append(rescans, e.Pid)
-		case causeListing:
-			p.ino = e.Ino
-			fallthrough
 		default:
-			b.add(e.Pid, p, c)
+			b.add(e.Pid, p, rp.cause)
 		}
 	}
 	// Late publishers: the longest-waiting first, within the budget.
@@ -120,28 +109,6 @@ func (t *Tracker) startScan() {
 	if s.pending == 0 {
 		t.finishScan()
 	}
-}
-
-// listingCause says what a listing that found p's pid with the inode ino
-// asks of it: causeListing (a new /proc entry: a new process, or only a
-// new inode for the same one, which procfs may drop and make again; its
-// start time tells), causeRefresh (a publisher, in a full scan),
-// causeRescan (a process without a context) or causeNone.
-func listingCause(p *proc, ino uint64, full bool) cause {
-	switch {
-	case p.start == 0 && p.found == OutcomeNoContext && (p.ino == 0 || p.ino == ino):
-		// Known from its fork or exec event to publish nothing.
-		return causeNone
-	case p.ino != ino || ino == 0 || p.start == 0:
-		return causeListing
-	case p.publishes() && full:
-		return causeRefresh
-	case !p.publishes():
-		// Without a context (named by its environment or not): looked at
-		// again on the rescan schedule, for late publishers.
-		return causeRescan
-	}
-	return causeNone
 }
 
 // scanWithoutListing is a scan while events tell of every fork and exit:
@@ -185,7 +152,7 @@ func (b *batcher) add(pid int, p *proc, c cause) {
 		b.cur = b.t.newJob()
 		b.cur.scan = b.t.scan.gen
 	}
-	b.cur.reqs = append(b.cur.reqs, b.t.request(pid, p, c, b.now))
+	b.cur.reqs = append(b.cur.reqs, b.t.startRead(pid, p, c, b.now))
 	if len(b.cur.reqs) == jobSize {
 		b.flush()
 	}
@@ -245,7 +212,7 @@ func (t *Tracker) jobBack(j *job) {
 // that cannot be read, for the scan's stats and reports.
 func (t *Tracker) sweep(s *scan) {
 	for pid, p := range t.procs {
-		if p.listed != s.gen && p.reading == causeNone {
+		if p.listedIn != s.gen && p.reading == causeNone {
 			t.forget(pid, p)
 			continue
 		}
@@ -253,7 +220,7 @@ func (t *Tracker) sweep(s *scan) {
 		case p.quarantined():
 			s.stats.Quarantined++
 			t.reports.quarantined(pid)
-		case p.pub == nil && p.found == OutcomePermissionDenied:
+		case p.identity == nil && p.found == OutcomePermissionDenied:
 			s.stats.Denied++
 			if !p.deniedForGood {
 				t.reports.denied(pid)
@@ -266,12 +233,12 @@ func (t *Tracker) sweep(s *scan) {
 // the grace periods that passed, reports, and wakes who waited for it.
 func (t *Tracker) finishScan() {
 	s := t.scan
-	if s.listed { // nothing listed: nothing to sweep or count
+	if s.hasListing { // nothing listed: nothing to sweep or count
 		t.sweep(s)
 		t.setScanned(s.stats.Denied)
 	}
-	t.expire()
-	s.stats.Publishers = t.livePub
+	t.endGracePeriods()
+	s.stats.Publishers = t.liveContexts
 	s.stats.Retained = len(t.ended)
 	s.stats.Tracked = len(t.procs) + s.stats.Retained
 	// Every read since the last scan: the scan's, and those of events and
@@ -304,8 +271,8 @@ func (t *Tracker) finishScan() {
 	}
 }
 
-// expire ends the grace periods that passed.
-func (t *Tracker) expire() {
+// endGracePeriods drops the ended publications whose grace period passed.
+func (t *Tracker) endGracePeriods() {
 	now := t.clock()
 	n := 0
 	for n < len(t.ended) && now >= t.ended[n].until {

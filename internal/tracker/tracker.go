@@ -30,10 +30,10 @@ type Tracker struct {
 	gen     uint32
 	// pubs holds the live publications and the ended ones within their
 	// grace period, by pid; ended lists the latter, oldest first.
-	pubs    map[int]*Process
-	ended   []endedPub
-	views   []view
-	livePub int // live publications
+	pubs         map[int]*Process
+	ended        []endedPub
+	views        []view
+	liveContexts int // live publications
 	// changed: pubs changed since the last snapshot; touched lists the
 	// pids whose lookup outcome may have.
 	changed bool
@@ -50,8 +50,7 @@ type Tracker struct {
 	urgent       []*job     // probes, events
 	freeJobs     []*job     // done jobs for reuse
 	jobsOut      int        // jobs handed to the pool, not back yet
-	plans        planQueue
-	rechecks     recheckQueue
+	plan         planState
 	probes       probes
 	reports      reports
 	discovery    discoveryState
@@ -79,6 +78,13 @@ type Tracker struct {
 	done     chan struct{}
 	started  atomic.Bool
 	stopOnce sync.Once
+}
+
+// planState is the reads planned: the times of the processes' plans in
+// order, and of their rechecks.
+type planState struct {
+	queue    planQueue
+	rechecks recheckQueue
 }
 
 // endedPub is a publication that ended, kept for the grace period.
@@ -378,7 +384,7 @@ func (t *Tracker) publishSnapshot() {
 	for _, pid := range t.touched {
 		o := OutcomeGone
 		if p := t.procs[pid]; p != nil {
-			o = t.lookupOutcome(p, now)
+			o = t.planner().lookupOutcome(p, now)
 		}
 		w.set(pid, o)
 	}
@@ -392,8 +398,8 @@ func (t *Tracker) recomputeViews() {
 	for pid, p := range t.pubs {
 		np := p.withViews(t.views)
 		t.pubs[pid] = np
-		if pr := t.procs[pid]; pr != nil && pr.pub == p {
-			pr.pub = np
+		if pr := t.procs[pid]; pr != nil && pr.identity == p {
+			pr.identity = np
 		}
 		for i := range t.ended {
 			if t.ended[i].p == p {

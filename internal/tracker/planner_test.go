@@ -1,0 +1,150 @@
+package tracker
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+)
+
+// The planner, case by case: every trigger, on every kind of process
+// state, gives the read planned (cause, time, series step) or none.
+func TestPlanner(t *testing.T) {
+	const now = int64(time.Hour)
+	ms := int64(time.Millisecond)
+	sec := int64(time.Second)
+
+	fresh := func() *proc { return &proc{} }
+	silent := func() *proc { // read, publishes nothing, environment read, looked at long ago
+		return &proc{start: 100, ino: 7, found: OutcomeNoContext, env: envRead, lookedAt: now - int64(30*time.Minute)}
+	}
+	with := func(p *proc, f func(*proc)) *proc { f(p); return p }
+	publisher := with(silent(), func(p *proc) { p.identity, p.found = &Process{Source: SourceContext}, OutcomeOK })
+	envNamed := with(silent(), func(p *proc) { p.identity, p.found = &Process{Source: SourceEnvironment}, OutcomeOK })
+	kernel := with(silent(), func(p *proc) { p.kernel = true })
+	reading := with(silent(), func(p *proc) { p.reading = causeRescan })
+	quarantined := with(silent(), func(p *proc) { p.stall = &stall{until: now + 30*sec, strikes: 1} })
+	stuck := with(silent(), func(p *proc) { p.stall = &stall{stuck: stuckMemFile} })
+	eventGap := with(silent(), func(p *proc) { p.eventReadAt = now - 4*ms })
+	forked := &proc{found: OutcomeNoContext} // known from a fork event only
+	recent := with(silent(), func(p *proc) { p.lookedAt = now - sec })
+	envUnread := with(silent(), func(p *proc) { p.env, p.lookedAt = envUnread, now-sec })
+	retried := func(n uint8) *proc { return with(silent(), func(p *proc) { p.retries = n }) }
+	young := func(n uint8) *proc { return with(silent(), func(p *proc) { p.young = n }) }
+	plannedAs := func(p *proc, c cause, at int64) *proc {
+		q := *p
+		q.planned, q.plannedAt = c, at
+		return &q
+	}
+
+	cfg := DefaultConfig()
+	contextOnly := DefaultConfig()
+	contextOnly.Sources = []Source{SourceContext}
+	envOnly := DefaultConfig()
+	envOnly.Sources = []Source{SourceEnvironment}
+	polling := planner{cfg: &cfg, scanned: true}   // no publication events
+	evented := planner{cfg: &cfg, pubEvents: true} // publication events come
+	noEnv := planner{cfg: &contextOnly, pubEvents: true}
+	unscanned := planner{cfg: &cfg}
+
+	none := readPlan{}
+	at := func(c cause, t int64) readPlan { return readPlan{cause: c, at: t} }
+	series := func(rp readPlan, retries, young uint8) readPlan { rp.retries, rp.young = retries, young; return rp }
+	listing := func(ino uint64, full bool) trigger { return trigger{kind: onListing, ino: ino, full: full} }
+	read := func(c cause, o Outcome, discovered bool) trigger {
+		return trigger{kind: onRead, read: c, found: o, discovered: discovered}
+	}
+
+	tests := []struct {
+		name string
+		pl   planner
+		p    *proc
+		tr   trigger
+		want readPlan
+	}{
+		// A scan's listing.
+		{"listing: a new pid", polling, fresh(), listing(7, false), at(causeListing, now)},
+		{"listing: a new inode", polling, silent(), listing(8, false), at(causeListing, now)},
+		{"listing: no inode", polling, silent(), listing(0, false), at(causeListing, now)},
+		{"listing: silent, rescan due", polling, silent(), listing(7, false), at(causeRescan, now)},
+		{"listing: silent, looked at recently", polling, recent, listing(7, false), none},
+		{"listing: silent, events, not dropped since", evented, silent(), listing(7, false), none},
+		{"listing: silent, events dropped since", planner{cfg: &cfg, pubEvents: true, pubLostAt: now - sec}, silent(), listing(7, false), at(causeRescan, now)},
+		{"listing: environment-named, rescan due", polling, envNamed, listing(7, false), at(causeRescan, now)},
+		{"listing: publisher, full scan", polling, publisher, listing(7, true), at(causeRefresh, now)},
+		{"listing: publisher, not a full scan", polling, publisher, listing(7, false), none},
+		{"listing: known from its fork", polling, forked, listing(7, false), none},
+		{"listing: kernel thread", polling, kernel, listing(7, false), none},
+		{"listing: kernel thread, a new inode", polling, kernel, listing(8, false), at(causeListing, now)},
+		{"listing: a read out", polling, reading, listing(8, false), none},
+		{"listing: quarantined", polling, quarantined, listing(8, false), none},
+		{"listing: stuck in the mem file", polling, stuck, listing(8, false), none},
+
+		// Process events.
+		{"fork", evented, fresh(), trigger{kind: onFork}, at(causeEnviron, now+sec)},
+		{"fork: environment not a source", noEnv, fresh(), trigger{kind: onFork}, none},
+		{"exec: polling", polling, fresh(), trigger{kind: onExec}, at(causeYoung, now+sec)},
+		{"exec: publication events", evented, fresh(), trigger{kind: onExec}, at(causeEnviron, now+10*ms)},
+		{"exec: publication events, environment not a source", noEnv, fresh(), trigger{kind: onExec}, none},
+
+		// Publication events: a new retry series.
+		{"publish: a new retry series", evented, retried(3), trigger{kind: onPublish}, at(causeEvent, now)},
+		{"publish: a read out", evented, with(retried(3), func(p *proc) { p.reading = causeRescan }), trigger{kind: onPublish}, at(causeEvent, now)},
+		{"publish: read an instant ago", evented, eventGap, trigger{kind: onPublish}, at(causeEvent, now+6*ms)},
+		{"publish: kernel thread", evented, kernel, trigger{kind: onPublish}, none},
+		{"publish: quarantined", evented, quarantined, trigger{kind: onPublish}, none},
+		{"unmap", evented, publisher, trigger{kind: onUnmap}, at(causeEvent, now)},
+		{"memfd", evented, retried(2), trigger{kind: onMemfd}, at(causeEvent, now+10*ms)},
+		{"memfd: read an instant ago", evented, eventGap, trigger{kind: onMemfd}, at(causeEvent, now+10*ms)},
+		{"memfd: quarantined", evented, quarantined, trigger{kind: onMemfd}, none},
+		{"pid reused", evented, fresh(), trigger{kind: onReused}, at(causeEvent, now)},
+
+		// Probes.
+		{"probe: not read", polling, fresh(), trigger{kind: onProbe}, at(causeProbe, now)},
+		{"probe: maps due", polling, silent(), trigger{kind: onProbe}, at(causeProbe, now)},
+		{"probe: environment due", evented, envUnread, trigger{kind: onProbe}, at(causeProbe, now)},
+		{"probe: nothing due", evented, silent(), trigger{kind: onProbe}, none},
+		{"probe: maps read recently", polling, recent, trigger{kind: onProbe}, none},
+		{"probe: publisher", polling, publisher, trigger{kind: onProbe}, none},
+		{"probe: an event's read planned: lookups wait", evented, plannedAs(silent(), causeEvent, now+5*ms), trigger{kind: onProbe}, at(causeProbe, now)},
+		{"probe: a read out", polling, with(fresh(), func(p *proc) { p.reading = causeListing }), trigger{kind: onProbe}, none},
+
+		// Quarantine.
+		{"stall", polling, quarantined, trigger{kind: onStall}, at(causeQuarantine, now+30*sec)},
+		{"stall: an event's read planned sooner stands", polling, plannedAs(quarantined, causeEvent, now+5*ms), trigger{kind: onStall}, none},
+		{"stall: a read planned later gives way", polling, plannedAs(quarantined, causeYoung, now+time.Hour.Nanoseconds()), trigger{kind: onStall}, at(causeQuarantine, now+30*sec)},
+
+		// A plan falls due.
+		{"due: young", polling, young(1), trigger{kind: onDue, due: causeYoung}, series(at(causeYoung, now), 0, 1)},
+		{"due: young, series over", polling, young(youngReads), trigger{kind: onDue, due: causeYoung}, series(none, 0, youngReads)},
+		{"due: young, publisher", polling, publisher, trigger{kind: onDue, due: causeYoung}, none},
+		{"due: young, nothing to find", planner{cfg: &envOnly}, silent(), trigger{kind: onDue, due: causeYoung}, none},
+		{"due: environment", evented, envUnread, trigger{kind: onDue, due: causeEnviron}, at(causeEnviron, now)},
+		{"due: environment read already", evented, silent(), trigger{kind: onDue, due: causeEnviron}, none},
+		{"due: quarantine over", polling, with(silent(), func(p *proc) { p.stall = &stall{until: now} }), trigger{kind: onDue, due: causeQuarantine}, at(causeQuarantine, now)},
+		{"due: quarantined still", polling, quarantined, trigger{kind: onDue, due: causeYoung}, at(causeQuarantine, now+30*sec)},
+		{"due: an event's, read an instant ago", evented, eventGap, trigger{kind: onDue, due: causeEvent}, at(causeEvent, now+6*ms)},
+		{"due: retry, a read out", evented, with(retried(1), func(p *proc) { p.reading = causeProbe }), trigger{kind: onDue, due: causeRetry}, series(at(causeRetry, now), 1, 0)},
+
+		// A read returned: the retry and young series.
+		{"read: a plan fell due meanwhile", evented, silent(), trigger{kind: onRead, read: causeRescan, found: OutcomeNoContext, due: causeEvent}, at(causeEvent, now)},
+		{"read: publisher ends the series", polling, publisher, read(causeYoung, OutcomeOK, false), series(none, publishRetries, youngReads)},
+		{"read: kernel thread ends the series", polling, kernel, read(causeListing, OutcomeNoContext, true), series(none, publishRetries, youngReads)},
+		{"read: an event's found nothing yet", evented, silent(), read(causeEvent, OutcomeNoContext, false), series(at(causeRetry, now+40*ms), 1, 0)},
+		{"read: a retry found nothing yet", evented, retried(2), read(causeRetry, OutcomeNoContext, false), series(at(causeRetry, now+640*ms), 3, 0)},
+		{"read: torn", polling, retried(3), read(causeRescan, OutcomeTorn, false), series(at(causeRetry, now+int64(10*time.Millisecond<<8)), 4, 0)},
+		{"read: retries spent", evented, retried(publishRetries), read(causeRetry, OutcomeNoContext, false), series(none, publishRetries, 0)},
+		{"read: young", polling, young(1), read(causeYoung, OutcomeNoContext, false), series(at(causeYoung, now+5*sec), 0, 2)},
+		{"read: young, the last", polling, young(youngReads - 1), read(causeYoung, OutcomeNoContext, false), series(none, 0, youngReads)},
+		{"read: met first after the first scan", polling, fresh(), read(causeListing, OutcomeNoContext, true), at(causeYoung, now+sec)},
+		{"read: met first in the first scan", unscanned, fresh(), read(causeListing, OutcomeNoContext, true), none},
+		{"read: met first, publication events", evented, fresh(), read(causeListing, OutcomeNoContext, true), none},
+		{"read: a rescan found nothing", polling, silent(), read(causeRescan, OutcomeNoContext, false), none},
+		{"read: young series planned sooner stands", polling, plannedAs(young(1), causeYoung, now+sec), read(causeYoung, OutcomeNoContext, false), series(none, 0, 2)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, tt.pl.next(tt.p, tt.tr, now))
+		})
+	}
+}
