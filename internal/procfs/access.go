@@ -59,6 +59,8 @@ func readCredentials(path string) credentials {
 	return parseCredentials(f)
 }
 
+// parseCredentials reads the five fields itself: prometheus/procfs's
+// Proc.NewStatus has no Seccomp and made ExplainDenied 1.4x-2x slower.
 func parseCredentials(f interface{ Read([]byte) (int, error) }) credentials {
 	c := credentials{uid: -1, euid: -1}
 	sc := bufio.NewScanner(f)

@@ -9,8 +9,8 @@
 // read.
 //
 // Small parsers over procfs text, in the manner of prometheus/procfs (which
-// it uses for exe, cmdline and status); the hot path (StartTime) allocates
-// nothing.
+// it uses for exe, cmdline, status and the boot time); the hot path
+// (StartTime) allocates nothing.
 //
 // # Errors
 //

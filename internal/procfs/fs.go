@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/prometheus/procfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -16,6 +17,7 @@ import (
 type FS struct {
 	root string
 	proc string
+	pfs  procfs.FS // the same procfs, for the files prometheus/procfs parses
 	// sameNS: the pids of this procfs are the pids of our own pid namespace,
 	// so process_vm_readv(pid) reaches the process the procfs names.
 	sameNS bool
@@ -52,7 +54,11 @@ func NewFS(root string, opts ...Option) (*FS, error) {
 	if err := checkProcfs(proc); err != nil {
 		return nil, err
 	}
-	fs := &FS{root: root, proc: proc, reader: "the collector"}
+	pfs, err := procfs.NewFS(proc)
+	if err != nil {
+		return nil, fmt.Errorf("procfs at %s: %w: %w", proc, ErrNoProcfs, err)
+	}
+	fs := &FS{root: root, proc: proc, pfs: pfs, reader: "the collector"}
 	for _, o := range opts {
 		o(fs)
 	}
@@ -117,32 +123,15 @@ func (fs *FS) Path(pid int, name string) string {
 // <root>/proc/stat), read once.
 func (fs *FS) BootTime() (int64, error) {
 	fs.bootOnce.Do(func() {
-		data, err := os.ReadFile(filepath.Join(fs.proc, "stat"))
-		if err != nil {
+		st, err := fs.pfs.Stat()
+		switch {
+		case err != nil:
 			fs.bootErr = fmt.Errorf("read boot time: %w", err)
-			return
+		case st.BootTime == 0:
+			fs.bootErr = errors.New("no btime line in stat")
+		default:
+			fs.bootTime = int64(st.BootTime)
 		}
-		fs.bootTime, fs.bootErr = parseBootTime(data)
 	})
 	return fs.bootTime, fs.bootErr
-}
-
-func parseBootTime(stat []byte) (int64, error) {
-	const key = "\nbtime "
-	for i := 0; i+len(key) <= len(stat); i++ {
-		if string(stat[i:i+len(key)]) != key {
-			continue
-		}
-		rest := stat[i+len(key):]
-		end := 0
-		for end < len(rest) && rest[end] >= '0' && rest[end] <= '9' {
-			end++
-		}
-		v, err := strconv.ParseInt(string(rest[:end]), 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("parse btime: %w", err)
-		}
-		return v, nil
-	}
-	return 0, errors.New("no btime line in stat")
 }

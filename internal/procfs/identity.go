@@ -6,8 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
-
-	"github.com/prometheus/procfs"
 )
 
 // exeDeletedSuffix is what the kernel appends to the exe link of a process
@@ -101,8 +99,6 @@ func joinArgs(args []string) (string, []string) {
 // It is safe for concurrent use.
 type IdentityReader struct {
 	fs     *FS
-	pfs    procfs.FS
-	pfsErr error
 	owners ownerCache
 }
 
@@ -111,7 +107,6 @@ type IdentityReader struct {
 // host's, when the host filesystem is mounted at the root).
 func NewIdentityReader(fs *FS) *IdentityReader {
 	r := &IdentityReader{fs: fs}
-	r.pfs, r.pfsErr = procfs.NewFS(fs.ProcDir())
 	root := fs.Root()
 	if root == "" || filepath.Clean(root) == "/" {
 		r.owners.lookup = lookupUserName
@@ -146,24 +141,22 @@ func (r *IdentityReader) Identity(pid int) (Identity, error) {
 		id.CreationTime = creationTime(boot, st.start)
 	}
 
-	if r.pfsErr == nil {
-		// Errors are ignored here: the start time is read again below, which
-		// tells a vanished process from a field that is just unreadable.
-		if proc, err := r.pfs.Proc(pid); err == nil {
-			if exe, err := proc.Executable(); err == nil {
-				id.ExecutablePath = strings.TrimSuffix(exe, exeDeletedSuffix)
-				id.ExecutableName = filepath.Base(id.ExecutablePath)
-			}
-			if args, err := proc.CmdLine(); err == nil && len(args) > 0 {
-				id.CommandLine, id.Args = joinArgs(args)
-			}
-			if status, err := proc.NewStatus(); err == nil {
-				id.UID = int(status.UIDs[0])
-				if len(status.NSpids) > 0 {
-					id.NSpid = make([]int, len(status.NSpids))
-					for i, p := range status.NSpids {
-						id.NSpid[i] = int(p)
-					}
+	// Errors are ignored here: the start time is read again below, which
+	// tells a vanished process from a field that is just unreadable.
+	if proc, err := r.fs.pfs.Proc(pid); err == nil {
+		if exe, err := proc.Executable(); err == nil {
+			id.ExecutablePath = strings.TrimSuffix(exe, exeDeletedSuffix)
+			id.ExecutableName = filepath.Base(id.ExecutablePath)
+		}
+		if args, err := proc.CmdLine(); err == nil && len(args) > 0 {
+			id.CommandLine, id.Args = joinArgs(args)
+		}
+		if status, err := proc.NewStatus(); err == nil {
+			id.UID = int(status.UIDs[0])
+			if len(status.NSpids) > 0 {
+				id.NSpid = make([]int, len(status.NSpids))
+				for i, p := range status.NSpids {
+					id.NSpid[i] = int(p)
 				}
 			}
 		}

@@ -1,7 +1,7 @@
 package sdkenv
 
 import (
-	"bytes"
+	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -24,8 +24,6 @@ const (
 
 	bufSize        = 4 << 10  // Scan's read buffer
 	maxPooledValue = 64 << 10 // largest value buffer kept for the next Scan
-	// Reads returning nothing and no error before Scan gives up, as bufio.
-	maxEmptyReads = 100
 )
 
 // Vars are the raw values of the two variables in one environment.
@@ -35,19 +33,23 @@ type Vars struct {
 }
 
 // prefixes[i] starts an entry of variable i; neither is a prefix of the
-// other.
+// other, and both are shorter than bufSize.
 var prefixes = [2]string{ServiceNameVar + "=", ResourceAttributesVar + "="}
 
-const bothVars = 1<<len(prefixes) - 1
-
-// buffers are Scan's: the one it reads through, and the one it collects a
-// value in (kept if at most maxPooledValue bytes).
+// buffers are Scan's: a bufio.Reader of bufSize over the environment cut
+// one byte after MaxEnvironment, and the buffer a value is collected in
+// (kept if at most maxPooledValue bytes).
 type buffers struct {
-	read [bufSize]byte
-	val  []byte
+	limit io.LimitedReader
+	br    *bufio.Reader
+	val   []byte
 }
 
-var bufPool = sync.Pool{New: func() any { return new(buffers) }}
+var bufPool = sync.Pool{New: func() any {
+	b := new(buffers)
+	b.br = bufio.NewReaderSize(&b.limit, bufSize)
+	return b
+}}
 
 // Scan reads an environment from r: NUL-separated KEY=value entries, the
 // last one possibly without its NUL (short reads of environ happen). It
@@ -58,135 +60,96 @@ var bufPool = sync.Pool{New: func() any { return new(buffers) }}
 // os.Getenv (syscall/env_unix.go: copyenv maps a key to its "first
 // mention" and blanks later duplicates): later ones are skipped.
 //
-// Scan reads through one fixed buffer, looks at no more than MaxEnvironment
-// bytes (it reads one more to tell an environment of exactly that size from
-// a longer one) and keeps at most maxValue bytes of each value (a maxValue
-// below 0 counts as 0). A longer value is discarded (that variable is
-// treated as absent) with an error wrapping ErrTooLarge; so is the
-// environment beyond MaxEnvironment, and a value it cuts is discarded. An
-// error of r other than io.EOF is returned wrapped, and a value it cuts is
-// discarded. The Vars returned with any error hold what was found. An
-// environment of no bytes at all is ErrEmpty.
+// Scan reads through one fixed buffer, an entry at a time
+// (bufio.Reader.ReadSlice, longer entries a buffer at a time), looks at no
+// more than MaxEnvironment bytes (it reads one more to tell an environment
+// of exactly that size from a longer one) and keeps at most maxValue bytes
+// of each value (a maxValue below 0 counts as 0). A longer value is
+// discarded (that variable is treated as absent) with an error wrapping
+// ErrTooLarge; so is the environment beyond MaxEnvironment, and a value it
+// cuts is discarded. An error of r other than io.EOF is returned wrapped
+// (io.ErrNoProgress after 100 empty reads in a row, as bufio does), and a
+// value it cuts is discarded. The Vars returned with any error hold what
+// was found. An environment of no bytes at all is ErrEmpty.
 func Scan(r io.Reader, maxValue int) (Vars, error) {
-	buf := bufPool.Get().(*buffers)
-	s := scanner{maxValue: max(maxValue, 0), capture: -1, cand: bothVars, val: buf.val[:0]}
-	total, empty := 0, 0
-	for s.done != bothVars {
-		// One byte more than allowed tells an environment of exactly
-		// MaxEnvironment bytes from a longer one.
-		n, err := r.Read(buf.read[:min(bufSize, MaxEnvironment+1-total)])
-		if total+n > MaxEnvironment {
-			s.feed(buf.read[:MaxEnvironment-total])
-			if s.done != bothVars {
-				s.cut(fmt.Errorf("environment longer than %d bytes: %w", MaxEnvironment, ErrTooLarge))
-			}
-			break
-		}
-		total += n
-		s.feed(buf.read[:n])
-		if errors.Is(err, io.EOF) {
-			if s.capture >= 0 { // a last entry without its NUL
-				s.finish()
-			}
-			break
-		}
-		if err == nil {
-			empty++
-			if n > 0 {
-				empty = 0
-			}
-			if empty < maxEmptyReads {
-				continue
-			}
-			err = io.ErrNoProgress
-		}
-		s.cut(fmt.Errorf("read environment: %w", err))
-		break
+	b := bufPool.Get().(*buffers)
+	b.limit = io.LimitedReader{R: r, N: MaxEnvironment + 1}
+	b.br.Reset(&b.limit)
+	s := scanner{maxValue: max(maxValue, 0), capture: -1, val: b.val[:0]}
+	if err := s.run(b.br); err != nil {
+		s.errs = append(s.errs, err)
 	}
 	if cap(s.val) <= maxPooledValue {
-		buf.val = s.val[:0]
+		b.val = s.val[:0]
 	}
-	bufPool.Put(buf)
-	if total == 0 && len(s.errs) == 0 {
-		return s.vars, ErrEmpty
-	}
+	b.limit.R = nil
+	bufPool.Put(b)
 	return s.vars, errors.Join(s.errs...)
 }
 
-// scanner is Scan's state machine. An entry is first matched against the
-// prefixes byte by byte (pos >= 0), then either captured (capture >= 0, the
-// variable's index) or skipped to its NUL (pos < 0).
+// scanner is Scan's state between the pieces of an entry.
 type scanner struct {
 	maxValue int
 	vars     Vars
-	pos      int   // bytes of the entry matched so far, -1 when skipping
-	cand     uint8 // bit i: the entry may still start with prefixes[i]
-	capture  int   // variable being captured, or -1
-	tooLong  bool  // the value being captured exceeded maxValue
+	capture  int  // variable whose value is being collected, or -1
+	tooLong  bool // that value exceeded maxValue
 	val      []byte
-	seen     uint8 // bit i: the first occurrence of variable i was met
-	done     uint8 // bit i: ... and is complete (kept or discarded)
+	done     uint8 // bit i: the first occurrence of variable i was met
 	errs     []error
 }
 
-func (s *scanner) feed(p []byte) {
-	for len(p) > 0 {
-		if s.capture < 0 && s.pos >= 0 {
-			s.match(p[0])
-			p = p[1:]
-			continue
+// run reads entries until both variables are met, the end of the
+// environment or an error, which it returns.
+func (s *scanner) run(br *bufio.Reader) error {
+	total, more := 0, false // more: the next piece continues an entry
+	for s.done != 1<<len(prefixes)-1 {
+		piece, err := br.ReadSlice(0)
+		if total += len(piece); total > MaxEnvironment {
+			return fmt.Errorf("environment longer than %d bytes: %w", MaxEnvironment, ErrTooLarge)
 		}
-		end := bytes.IndexByte(p, 0)
-		if end < 0 {
-			end = len(p)
+		if !more {
+			piece = s.begin(piece)
 		}
-		if s.capture >= 0 {
-			s.add(p[:end])
-			if end < len(p) {
-				s.finish()
+		more = false
+		switch {
+		case err == nil:
+			s.add(piece[:len(piece)-1]) // without its NUL
+			s.end()
+		case errors.Is(err, bufio.ErrBufferFull):
+			s.add(piece)
+			more = true
+		case err == io.EOF:
+			if total == 0 {
+				return ErrEmpty
 			}
+			s.add(piece) // a last entry without its NUL
+			s.end()
+			return nil
+		default:
+			return fmt.Errorf("read environment: %w", err)
 		}
-		if end == len(p) {
-			return
-		}
-		p = p[end+1:]
-		s.pos, s.cand = 0, bothVars // the next entry starts
 	}
+	return nil
 }
 
-// match takes the next byte c of an entry whose start matched so far.
-func (s *scanner) match(c byte) {
-	if c == 0 {
-		s.pos, s.cand = 0, bothVars
-		return
-	}
-	var keep uint8
-	for i, pre := range prefixes {
-		if s.cand&(1<<i) != 0 && pre[s.pos] == c {
-			keep |= 1 << i
-		}
-	}
-	s.pos++
-	s.cand = keep
-	if keep == 0 {
-		s.pos = -1
-		return
+// begin starts an entry with its first piece and returns what follows a
+// prefix whose variable is still to be met; its value is then collected.
+func (s *scanner) begin(piece []byte) []byte {
+	if len(piece) < 5 || string(piece[:5]) != "OTEL_" { // most entries, quickly
+		return piece
 	}
 	for i, pre := range prefixes {
-		if keep&(1<<i) == 0 || s.pos < len(pre) {
-			continue
-		}
-		s.pos = -1 // whatever follows is this entry's value
-		if s.seen&(1<<i) == 0 {
-			s.seen |= 1 << i
+		if s.done&(1<<i) == 0 && len(piece) >= len(pre) && string(piece[:len(pre)]) == pre {
 			s.capture, s.tooLong, s.val = i, false, s.val[:0]
+			return piece[len(pre):]
 		}
 	}
+	return piece
 }
 
 func (s *scanner) add(p []byte) {
 	switch {
-	case s.tooLong:
+	case s.capture < 0, s.tooLong:
 	case len(s.val)+len(p) > s.maxValue:
 		s.tooLong = true
 	default:
@@ -194,25 +157,21 @@ func (s *scanner) add(p []byte) {
 	}
 }
 
-// finish ends the value being captured.
-func (s *scanner) finish() {
+// end ends the entry, keeping the value collected.
+func (s *scanner) end() {
 	i := s.capture
-	s.capture = -1
-	s.done |= 1 << i
-	if s.tooLong {
-		s.errs = append(s.errs, fmt.Errorf("%s: value longer than %d bytes: %w",
-			prefixes[i][:len(prefixes[i])-1], s.maxValue, ErrTooLarge))
+	if i < 0 {
 		return
 	}
-	if i == 0 {
+	s.capture = -1
+	s.done |= 1 << i
+	switch {
+	case s.tooLong:
+		s.errs = append(s.errs, fmt.Errorf("%s: value longer than %d bytes: %w",
+			prefixes[i][:len(prefixes[i])-1], s.maxValue, ErrTooLarge))
+	case i == 0:
 		s.vars.ServiceName, s.vars.HasServiceName = string(s.val), true
-	} else {
+	default:
 		s.vars.ResourceAttributes, s.vars.HasResourceAttributes = string(s.val), true
 	}
-}
-
-// cut stops the scan with err, discarding a value not known to be complete.
-func (s *scanner) cut(err error) {
-	s.capture = -1
-	s.errs = append(s.errs, err)
 }
