@@ -13,7 +13,7 @@ import (
 // stall of the one that did not return, and the rest queued again (or,
 // when no reader could run them, given up until the next scan).
 func (t *Tracker) applyJob(j *job) {
-	t.jobsOut--
+	t.jobs.out--
 	defer t.recycle(j)
 	each := func(r *request, fn func(*request)) { // a description goes to the reports
 		if r.op == opDescribe {
@@ -70,7 +70,7 @@ func (t *Tracker) described(r *request) {
 // apply updates the process a request read, then plans what follows.
 func (t *Tracker) apply(r *request) {
 	o := r.outcome()
-	t.reads[o]++
+	t.scans.reads[o]++
 	p, before := t.endRead(r)
 	if p == nil {
 		return
@@ -85,10 +85,10 @@ func (t *Tracker) apply(r *request) {
 			t.newIncarnation(r.pid, p, Exited, r.res.start) // the pid was reused
 		}
 		p.start = r.res.start
-		if old := t.pubs[r.pid]; old != nil && old.StartTicks != p.start {
+		if e, ok := t.out.ended.byPID[r.pid]; ok && e.p.StartTicks != p.start {
 			// An ended publication of the pid's previous process.
-			delete(t.pubs, r.pid)
-			t.changed = true
+			delete(t.out.ended.byPID, r.pid)
+			t.out.changed = true
 		}
 	}
 	p.kernel = r.res.kernel
@@ -195,16 +195,17 @@ func (t *Tracker) publish(pid int, p *proc, res *result) {
 		Source:   res.source,
 		Context:  res.ctx,
 		Addr:     res.addr,
-	}).withViews(t.views)
+	}).withViews(t.out.views)
 	t.watchUnmap(pid, p, res.source == SourceContext, res.addr)
 	if res.source == SourceContext {
 		p.env = envUnread // read again once the context ends
 	}
 	p.identity, p.found = pub, OutcomeOK
+	t.out.identified[pid] = struct{}{}
 	p.imageAt = max(p.imageAt, res.readAt)
-	t.pubs[pid] = pub
-	t.changes = append(t.changes, Change{Kind: kind, Process: pub})
-	t.changed = true
+	delete(t.out.ended.byPID, pid) // a live publication replaces it
+	t.out.changes = append(t.out.changes, Change{Kind: kind, Process: pub})
+	t.out.changed = true
 }
 
 // watchUnmap keeps the count of live publications and tells the event
@@ -214,9 +215,9 @@ func (t *Tracker) watchUnmap(pid int, p *proc, is bool, addr uint64) {
 	was := p.hasContext()
 	switch {
 	case is && !was:
-		t.liveContexts++
+		t.out.liveContexts++
 	case was && !is:
-		t.liveContexts--
+		t.out.liveContexts--
 	}
 	f := t.events.filter
 	switch {
@@ -240,19 +241,19 @@ func (t *Tracker) endPublication(pid int, p *proc, kind ChangeKind) {
 	ended.EndedAt = t.now()
 	t.watchUnmap(pid, p, false, 0)
 	p.identity, p.found = nil, OutcomeNoContext
-	t.changes = append(t.changes, Change{Kind: kind, Process: &ended})
-	t.changed = true
-	if t.cfg.GracePeriod <= 0 {
-		delete(t.pubs, pid)
-		return
+	delete(t.out.identified, pid)
+	t.out.changes = append(t.out.changes, Change{Kind: kind, Process: &ended})
+	t.out.changed = true
+	if t.cfg.GracePeriod > 0 {
+		e := endedPub{pid: pid, p: &ended, until: t.clock() + int64(t.cfg.GracePeriod)}
+		t.out.ended.byPID[pid] = e
+		t.out.ended.queue = append(t.out.ended.queue, endedPub{pid: pid, until: e.until})
 	}
-	t.pubs[pid] = &ended
-	t.ended = append(t.ended, endedPub{p: &ended, until: t.clock() + int64(t.cfg.GracePeriod)})
 }
 
 // stalled quarantines the process whose read did not return in time.
 func (t *Tracker) stalled(r *request) {
-	t.reads[OutcomeStalled]++
+	t.scans.reads[OutcomeStalled]++
 	defer t.probes.resolve(r.pid)
 	t.endRead(r)
 	p := t.procs[r.pid]

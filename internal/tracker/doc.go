@@ -18,10 +18,11 @@
 // What the tracker knows of a process is one proc (proc.go): its
 // incarnation (a serial; an exec or the reuse of its pid makes a new one,
 // and reads of the old one are of the past), what it publishes (or what its
-// last read found), the read out and the read planned. Every trigger asks
-// one function, decide, whether and when the process is read; the read to
-// run follows from what is known of it (request: discover a start time,
-// locate a context in the maps, or refresh a publisher's timestamp). The
+// last read found), the read out and the read planned. Every trigger is
+// handed to one function, planner.next (plan.go), which says which read
+// follows and when; what the read does follows from what is known of the
+// process (startRead: discover a start time, locate a context in the maps,
+// or refresh a publisher's timestamp). The
 // reads run on a small pool of goroutines (pool.go) under a deadline
 // (Config.ReadTimeout); what a read does against the Host is read.go.
 //

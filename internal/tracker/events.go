@@ -238,7 +238,7 @@ func (t *Tracker) missed(s Sources) {
 	if s&PublicationEvents != 0 {
 		d.pubLostAt = now
 	}
-	if t.scan == nil && (d.lastMissed == 0 || now-d.lastMissed >= int64(t.cfg.RecheckInterval)) {
+	if t.scans.cur == nil && (d.lastMissed == 0 || now-d.lastMissed >= int64(t.cfg.RecheckInterval)) {
 		d.lastMissed = now
 		t.startScan()
 	}

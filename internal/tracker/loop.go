@@ -28,18 +28,18 @@ func (t *Tracker) run() {
 		tm.armScanTimeout(t)
 		var normal, urgent chan<- *job
 		var nextNormal, nextUrgent *job
-		if len(t.backlog) > 0 {
-			normal, nextNormal = t.pool.normal, t.backlog[0]
+		if len(t.jobs.backlog) > 0 {
+			normal, nextNormal = t.pool.normal, t.jobs.backlog[0]
 		}
-		if len(t.urgent) > 0 {
-			urgent, nextUrgent = t.pool.urgent, t.urgent[0]
+		if len(t.jobs.urgent) > 0 {
+			urgent, nextUrgent = t.pool.urgent, t.jobs.urgent[0]
 		}
 		select {
 		case <-t.stop:
 			t.probes.cancel()
 			return
 		case <-ticker.C:
-			if t.scan == nil {
+			if t.scans.cur == nil {
 				t.startScan()
 			}
 		case j := <-t.pool.results:
@@ -56,11 +56,11 @@ func (t *Tracker) run() {
 			t.drainEvents()
 			fn()
 		case normal <- nextNormal:
-			t.backlog = pop(t.backlog)
-			t.jobsOut++
+			t.jobs.backlog = pop(t.jobs.backlog)
+			t.jobs.out++
 		case urgent <- nextUrgent:
-			t.urgent = pop(t.urgent)
-			t.jobsOut++
+			t.jobs.urgent = pop(t.jobs.urgent)
+			t.jobs.out++
 		case <-tm.superviseC:
 			tm.superviseC = nil
 			for _, j := range t.pool.abandonOverdue() {
@@ -107,9 +107,9 @@ func (t *Tracker) drainEvents() {
 // scanTimedOut ends the scan gen that overran Config.Timeout; its reads
 // still out are applied when they come back.
 func (t *Tracker) scanTimedOut(gen uint32) {
-	if t.scan != nil && t.scan.gen == gen {
+	if t.scans.cur != nil && t.scans.cur.gen == gen {
 		t.log.Debug("Scan timed out: the reads still out are applied when they come back",
-			zap.Duration("timeout", t.cfg.Timeout), zap.Int("jobs_out", t.scan.pending))
+			zap.Duration("timeout", t.cfg.Timeout), zap.Int("jobs_out", t.scans.cur.pending))
 		t.finishScan()
 	}
 }
@@ -145,8 +145,8 @@ func arm(tm **time.Timer, d time.Duration) <-chan time.Time {
 }
 
 func (tm *loopTimers) armScanTimeout(t *Tracker) {
-	if t.cfg.Timeout > 0 && t.scan != nil && t.scan.gen != tm.timeoutFor {
-		tm.timeoutFor = t.scan.gen
+	if t.cfg.Timeout > 0 && t.scans.cur != nil && t.scans.cur.gen != tm.timeoutFor {
+		tm.timeoutFor = t.scans.cur.gen
 		tm.scanTimeoutC = arm(&tm.scanTimeout, t.cfg.Timeout)
 	}
 }
@@ -161,9 +161,9 @@ func (tm *loopTimers) armPlans(t *Tracker) {
 
 func (tm *loopTimers) armSupervise(t *Tracker) {
 	switch {
-	case t.jobsOut > 0 && tm.superviseC == nil:
+	case t.jobs.out > 0 && tm.superviseC == nil:
 		tm.superviseC = arm(&tm.supervise, t.pool.superviseTick())
-	case t.jobsOut == 0 && tm.superviseC != nil:
+	case t.jobs.out == 0 && tm.superviseC != nil:
 		tm.supervise.Stop()
 		tm.superviseC = nil
 	}

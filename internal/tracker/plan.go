@@ -53,7 +53,7 @@ type planner struct {
 }
 
 func (t *Tracker) planner() planner {
-	return planner{&t.cfg, t.events.live&PublicationEvents != 0, t.scanned, t.discovery.pubLostAt}
+	return planner{&t.cfg, t.events.live&PublicationEvents != 0, t.scans.scanned, t.discovery.pubLostAt}
 }
 
 // next is the one place that chooses the cause and the time of a read.

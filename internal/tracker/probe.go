@@ -135,7 +135,7 @@ func (ps *probes) cancel() {
 
 // scanSoon handles a ScanSoon call.
 func (t *Tracker) scanSoon(done chan struct{}) {
-	if now := t.clock(); t.scan == nil && (t.discovery.lastSoon == 0 || now-t.discovery.lastSoon >= int64(t.cfg.RecheckInterval)) {
+	if now := t.clock(); t.scans.cur == nil && (t.discovery.lastSoon == 0 || now-t.discovery.lastSoon >= int64(t.cfg.RecheckInterval)) {
 		t.discovery.lastSoon = now
 		t.discovery.listNext = true
 		t.startScan()

@@ -170,7 +170,7 @@ func (p *proc) hasContext() bool { return p.identity != nil && p.identity.Source
 // newProc records a pid not known before.
 func (t *Tracker) newProc(pid int) *proc {
 	t.serials++
-	p := &proc{serial: t.serials, listedIn: t.gen}
+	p := &proc{serial: t.serials, listedIn: t.scans.gen}
 	t.procs[pid] = p
 	t.touch(pid)
 	return p

@@ -35,9 +35,7 @@ type reports struct {
 	log *zap.Logger
 
 	// Collected by the scan that just finished.
-	deniedPids, stalledPids []int
-	deniedN, stalledN       int
-	lastDenied, lastStall   time.Time
+	denied, stalled tally
 
 	// deniedNow is the processes denied, as the warning counts them: set
 	// by each listing (listed), less the unchangeable denials its
@@ -68,15 +66,47 @@ type described struct {
 // describedList is the processes a warning names.
 type describedList []described
 
-// denied counts a process that cannot be read for lack of permission.
-func (r *reports) denied(pid int) {
-	r.deniedN++
-	r.deniedPids = keepLowest(r.deniedPids, pid)
+// tally is the processes of one warning's kind a scan met: how many,
+// the maxReported lowest pids, and when the last warning of them was.
+type tally struct {
+	n    int
+	pids []int
+	last time.Time
 }
+
+// add counts pid: denied for lack of permission, or quarantined after a
+// stalled read.
+func (k *tally) add(pid int) {
+	k.n++
+	i, _ := slices.BinarySearch(k.pids, pid)
+	if i >= maxReported {
+		return
+	}
+	k.pids = slices.Insert(k.pids, i, pid)
+	if len(k.pids) > maxReported {
+		k.pids = k.pids[:maxReported]
+	}
+}
+
+// take returns, when a warning is due, the processes it names and adds
+// their descriptions to j; it resets the tally.
+func (k *tally) take(now time.Time, interval time.Duration, j *job, why bool) (list describedList, n int) {
+	if k.n > 0 && (k.last.IsZero() || now.Sub(k.last) >= interval) {
+		k.last, n = now, k.n
+		for _, pid := range k.pids {
+			list = append(list, described{pid: pid})
+			j.reqs = append(j.reqs, request{pid: pid, op: opDescribe, why: why})
+		}
+	}
+	k.reset()
+	return list, n
+}
+
+func (k *tally) reset() { k.n, k.pids = 0, k.pids[:0] }
 
 // listed makes the denials the listing that just finished counted the
 // current ones. Scans that do not list the host count none and leave them.
-func (r *reports) listed() { r.deniedNow.Store(int64(r.deniedN)) }
+func (r *reports) listed() { r.deniedNow.Store(int64(r.denied.n)) }
 
 // DeniedProcesses returns how many processes the tracker cannot read for
 // lack of permission, as its permission warning counts them: those the
@@ -85,56 +115,19 @@ func (r *reports) listed() { r.deniedNow.Store(int64(r.deniedN)) }
 // on).
 func (t *Tracker) DeniedProcesses() int { return int(t.reports.deniedNow.Load()) }
 
-// quarantined counts a process quarantined after a stalled read.
-func (r *reports) quarantined(pid int) {
-	r.stalledN++
-	r.stalledPids = keepLowest(r.stalledPids, pid)
-}
-
-// keepLowest adds pid to the sorted list of the maxReported lowest pids.
-func keepLowest(pids []int, pid int) []int {
-	i, _ := slices.BinarySearch(pids, pid)
-	if i >= maxReported {
-		return pids
-	}
-	pids = slices.Insert(pids, i, pid)
-	if len(pids) > maxReported {
-		pids = pids[:maxReported]
-	}
-	return pids
-}
-
 // due returns the describe job of the warnings due after a scan, or nil.
 func (r *reports) due(now time.Time, cfg Config) *job {
-	defer func() {
-		r.deniedPids, r.stalledPids = r.deniedPids[:0], r.stalledPids[:0]
-		r.deniedN, r.stalledN = 0, 0
-	}()
 	if r.pending != nil {
+		r.denied.reset()
+		r.stalled.reset()
 		return nil
 	}
-	deniedDue := r.deniedN > 0 && (r.lastDenied.IsZero() || now.Sub(r.lastDenied) >= cfg.WarningInterval)
-	stalledDue := r.stalledN > 0 && (r.lastStall.IsZero() || now.Sub(r.lastStall) >= cfg.WarningInterval)
-	if !deniedDue && !stalledDue {
-		return nil
-	}
-	p := &pendingReport{readTimeout: cfg.ReadTimeout, interval: cfg.WarningInterval, lastDenied: r.lastDenied}
+	p := &pendingReport{readTimeout: cfg.ReadTimeout, interval: cfg.WarningInterval, lastDenied: r.denied.last}
 	j := &job{}
-	if deniedDue {
-		r.lastDenied = now
-		p.deniedN = r.deniedN
-		for _, pid := range r.deniedPids {
-			p.denied = append(p.denied, described{pid: pid})
-			j.reqs = append(j.reqs, request{pid: pid, op: opDescribe, why: true})
-		}
-	}
-	if stalledDue {
-		r.lastStall = now
-		p.stalledN = r.stalledN
-		for _, pid := range r.stalledPids {
-			p.stalled = append(p.stalled, described{pid: pid})
-			j.reqs = append(j.reqs, request{pid: pid, op: opDescribe})
-		}
+	p.denied, p.deniedN = r.denied.take(now, cfg.WarningInterval, j, true)
+	p.stalled, p.stalledN = r.stalled.take(now, cfg.WarningInterval, j, false)
+	if len(j.reqs) == 0 {
+		return nil
 	}
 	p.left = len(j.reqs)
 	r.pending = p
@@ -193,7 +186,7 @@ func (r *reports) reportDenied(p *pendingReport) []int {
 			append(fields, unchangeable.reasons()...)...)
 	}
 	if len(fixable) == 0 {
-		r.lastDenied = p.lastDenied
+		r.denied.last = p.lastDenied
 		return forGood
 	}
 	fields := []zap.Field{

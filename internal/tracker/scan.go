@@ -71,10 +71,10 @@ func (t *Tracker) startScan() {
 	if err != nil {
 		return
 	}
-	t.gen++
-	s := &scan{gen: t.gen, began: t.now(), hasListing: true}
+	t.scans.gen++
+	s := &scan{gen: t.scans.gen, began: t.now(), hasListing: true}
 	s.stats.Began, s.stats.Listed, s.stats.Processes = s.began, true, len(entries)
-	t.scan = s
+	t.scans.cur = s
 	d.lastListed = now
 	full := d.fullScan || !bothEvents || d.lastFull == 0 || now-d.lastFull >= int64(t.cfg.ReconcileInterval)
 	if full {
@@ -124,20 +124,20 @@ func (t *Tracker) scanWithoutListing() {
 		t.startScan() // it is back: the listing clears the problem
 		return
 	}
-	t.gen++
-	t.scan = &scan{gen: t.gen, began: t.now()}
-	t.scan.stats.Began = t.scan.began
+	t.scans.gen++
+	t.scans.cur = &scan{gen: t.scans.gen, began: t.now()}
+	t.scans.cur.stats.Began = t.scans.cur.began
 	t.finishScan()
 }
 
 // waitForScan closes done when the scan in progress finishes, at once
 // when none is.
 func (t *Tracker) waitForScan(done chan struct{}) {
-	if t.scan == nil {
+	if t.scans.cur == nil {
 		close(done)
 		return
 	}
-	t.scan.waiters = append(t.scan.waiters, done)
+	t.scans.cur.waiters = append(t.scans.cur.waiters, done)
 }
 
 // batcher groups the requests of a scan into jobs.
@@ -150,7 +150,7 @@ type batcher struct {
 func (b *batcher) add(pid int, p *proc, c cause) {
 	if b.cur == nil {
 		b.cur = b.t.newJob()
-		b.cur.scan = b.t.scan.gen
+		b.cur.scan = b.t.scans.cur.gen
 	}
 	b.cur.reqs = append(b.cur.reqs, b.t.startRead(pid, p, c, b.now))
 	if len(b.cur.reqs) == jobSize {
@@ -167,9 +167,9 @@ func (b *batcher) flush() {
 
 // newJob returns an empty job, reusing one whose reads are done.
 func (t *Tracker) newJob() *job {
-	if n := len(t.freeJobs); n > 0 {
-		j := t.freeJobs[n-1]
-		t.freeJobs = t.freeJobs[:n-1]
+	if n := len(t.jobs.free); n > 0 {
+		j := t.jobs.free[n-1]
+		t.jobs.free = t.jobs.free[:n-1]
 		return j
 	}
 	return &job{reqs: make([]request, 0, jobSize)}
@@ -178,31 +178,31 @@ func (t *Tracker) newJob() *job {
 // recycle keeps a job whose reads are all done for reuse. A stalled job is
 // not: its reader may still write into it.
 func (t *Tracker) recycle(j *job) {
-	if j.state != jobDone || cap(j.reqs) != jobSize || len(t.freeJobs) >= maxFreeJobs {
+	if j.state != jobDone || cap(j.reqs) != jobSize || len(t.jobs.free) >= maxFreeJobs {
 		return
 	}
 	clear(j.reqs)
 	*j = job{reqs: j.reqs[:0]}
-	t.freeJobs = append(t.freeJobs, j)
+	t.jobs.free = append(t.jobs.free, j)
 }
 
 // enqueue queues a job for the pool, counting it in the scan it belongs
 // to.
 func (t *Tracker) enqueue(j *job) {
-	if j.scan != 0 && t.scan != nil && j.scan == t.scan.gen {
-		t.scan.pending++
+	if j.scan != 0 && t.scans.cur != nil && j.scan == t.scans.cur.gen {
+		t.scans.cur.pending++
 	}
 	if j.urgent {
-		t.urgent = append(t.urgent, j)
+		t.jobs.urgent = append(t.jobs.urgent, j)
 	} else {
-		t.backlog = append(t.backlog, j)
+		t.jobs.backlog = append(t.jobs.backlog, j)
 	}
 }
 
 // jobBack counts a job of a scan as back; the scan finishes with its last.
 func (t *Tracker) jobBack(j *job) {
-	if j.scan != 0 && t.scan != nil && j.scan == t.scan.gen {
-		if t.scan.pending--; t.scan.pending == 0 {
+	if j.scan != 0 && t.scans.cur != nil && j.scan == t.scans.cur.gen {
+		if t.scans.cur.pending--; t.scans.cur.pending == 0 {
 			t.finishScan()
 		}
 	}
@@ -219,11 +219,11 @@ func (t *Tracker) sweep(s *scan) {
 		switch {
 		case p.quarantined():
 			s.stats.Quarantined++
-			t.reports.quarantined(pid)
+			t.reports.stalled.add(pid)
 		case p.identity == nil && p.found == OutcomePermissionDenied:
 			s.stats.Denied++
 			if !p.deniedForGood {
-				t.reports.denied(pid)
+				t.reports.denied.add(pid)
 			}
 		}
 	}
@@ -232,26 +232,26 @@ func (t *Tracker) sweep(s *scan) {
 // finishScan sweeps the processes the scan's listing did not list, ends
 // the grace periods that passed, reports, and wakes who waited for it.
 func (t *Tracker) finishScan() {
-	s := t.scan
+	s := t.scans.cur
 	if s.hasListing { // nothing listed: nothing to sweep or count
 		t.sweep(s)
 		t.setScanned(s.stats.Denied)
 	}
 	t.endGracePeriods()
-	s.stats.Publishers = t.liveContexts
-	s.stats.Retained = len(t.ended)
+	s.stats.Publishers = t.out.liveContexts
+	s.stats.Retained = len(t.out.ended.queue)
 	s.stats.Tracked = len(t.procs) + s.stats.Retained
 	// Every read since the last scan: the scan's, and those of events and
 	// probes between scans.
-	s.stats.Reads, t.reads = t.reads, [NumOutcomes]int64{}
+	s.stats.Reads, t.scans.reads = t.scans.reads, [NumOutcomes]int64{}
 	s.stats.Duration = t.now().Sub(s.began)
-	first := !t.scanned
+	first := !t.scans.scanned
 	if first {
-		t.scanned = true
-		t.changed = true // snapshots say Scanned from now on
+		t.scans.scanned = true
+		t.out.changed = true // snapshots say Scanned from now on
 	}
-	t.scan = nil
-	t.pendingStats = &s.stats
+	t.scans.cur = nil
+	t.scans.pending = &s.stats
 	if j := t.reports.due(t.now(), t.cfg); j != nil {
 		t.enqueue(j)
 	}
@@ -262,8 +262,8 @@ func (t *Tracker) finishScan() {
 	for _, done := range s.waiters {
 		close(done)
 	}
-	if next := t.afterScan; len(next) > 0 {
-		t.afterScan = nil
+	if next := t.scans.after; len(next) > 0 {
+		t.scans.after = nil
 		t.startScan()
 		for _, done := range next {
 			t.waitForScan(done)
@@ -274,15 +274,13 @@ func (t *Tracker) finishScan() {
 // endGracePeriods drops the ended publications whose grace period passed.
 func (t *Tracker) endGracePeriods() {
 	now := t.clock()
-	n := 0
-	for n < len(t.ended) && now >= t.ended[n].until {
-		e := t.ended[n].p
-		if t.pubs[e.PID] == e {
-			delete(t.pubs, e.PID)
-			t.changed = true
+	q := t.out.ended.queue
+	for len(q) > 0 && now >= q[0].until {
+		if e, ok := t.out.ended.byPID[q[0].pid]; ok && e.until == q[0].until {
+			delete(t.out.ended.byPID, q[0].pid)
+			t.out.changed = true
 		}
-		t.ended[n] = endedPub{}
-		n++
+		q = q[1:]
 	}
-	t.ended = t.ended[n:]
+	t.out.ended.queue = q
 }

@@ -1,8 +1,10 @@
 package tracker
 
 import (
-	"math/bits"
+	"iter"
 	"slices"
+
+	"github.com/processctx/otelcol-processctx/internal/pidtable"
 )
 
 // Snapshot is what the tracker knew at one moment: the publications and
@@ -51,52 +53,26 @@ func (s *Snapshot) All(fn func(*Process) bool) {
 	}
 }
 
-// pidTable is an open-addressing hash table from pid to publication, built
-// once per snapshot: a lookup is a multiply, a shift and mostly one probe,
-// on the hot path of every resource the processor enriches.
+// pidTable is a hash table from pid to publication, built once per
+// snapshot (a pidtable.Table: on the hot path of every resource the
+// processor enriches), and the publications in a list.
 type pidTable struct {
-	slots []pidSlot // a power of two, at most half full
-	shift uint
+	index pidtable.Table[*Process]
 	all   []*Process
 }
 
-type pidSlot struct {
-	pid int
-	p   *Process
-}
-
-func newPidTable(pubs map[int]*Process) pidTable {
-	size := 8
-	for size < 2*len(pubs) {
-		size *= 2
-	}
-	t := pidTable{slots: make([]pidSlot, size), shift: uint(64 - bits.TrailingZeros(uint(size))), all: make([]*Process, 0, len(pubs))}
+func newPidTable(n int, pubs iter.Seq2[int, *Process]) pidTable {
+	t := pidTable{index: pidtable.New[*Process](n), all: make([]*Process, 0, n)}
 	for pid, p := range pubs {
-		i := t.slot(pid)
-		for t.slots[i].p != nil {
-			i = (i + 1) & (len(t.slots) - 1)
-		}
-		t.slots[i] = pidSlot{pid, p}
+		t.index.Add(pid, p)
 		t.all = append(t.all, p)
 	}
 	return t
 }
 
-// slot is the home slot of pid (Fibonacci hashing).
-func (t *pidTable) slot(pid int) int {
-	return int(uint64(pid) * 0x9E3779B97F4A7C15 >> t.shift)
-}
-
 func (t *pidTable) get(pid int) *Process {
-	if len(t.slots) == 0 {
-		return nil
-	}
-	for i := t.slot(pid); ; i = (i + 1) & (len(t.slots) - 1) {
-		s := &t.slots[i]
-		if s.pid == pid || s.p == nil {
-			return s.p
-		}
-	}
+	p, _ := t.index.Get(pid)
+	return p
 }
 
 // outcomeTable maps pids to Outcomes, 4 bits per pid, in chunks of

@@ -33,18 +33,9 @@ func (s *processSource) Run(notify func(Event)) error {
 	for {
 		n, lost, err := s.l.Read(buf[:])
 		for _, e := range buf[:n] {
-			ev := Event{PID: e.PID, Parent: e.Parent, Time: e.Time}
-			switch e.Kind {
-			case procevents.Fork:
-				ev.Kind = EventFork
-			case procevents.Exec:
-				ev.Kind = EventExec
-			case procevents.Exit:
-				ev.Kind = EventExit
-			default:
-				continue
+			if k := kindOf(processKinds[:], e.Kind); k != 0 {
+				notify(Event{Kind: k, PID: e.PID, Parent: e.Parent, Time: e.Time})
 			}
-			notify(ev)
 		}
 		if lost {
 			notify(Event{Kind: EventLost, Source: ProcessEvents})
@@ -61,6 +52,21 @@ func (s *processSource) Run(notify func(Event)) error {
 }
 
 func (s *processSource) Close() error { return s.l.Close() }
+
+// processKinds and publicationKinds are the tracker's kinds of the
+// sources' events, by their kind (0: none the tracker acts on).
+var (
+	processKinds     = [...]EventKind{procevents.Fork: EventFork, procevents.Exec: EventExec, procevents.Exit: EventExit}
+	publicationKinds = [...]EventKind{pubevents.Publish: EventPublish, pubevents.Memfd: EventMemfd, pubevents.Unmap: EventUnmap}
+)
+
+// kindOf returns kinds[k], 0 beyond it.
+func kindOf[K ~uint8](kinds []EventKind, k K) EventKind {
+	if int(k) < len(kinds) {
+		return kinds[k]
+	}
+	return 0
+}
 
 // publicationSource delivers the eBPF program's events (publish, memfd,
 // unmap) and watches the unmapping of the publications it is told of.
@@ -112,18 +118,9 @@ func (s *publicationSource) Run(notify func(Event)) error {
 		err := s.w.Read(&ev)
 		switch {
 		case err == nil:
-			e := Event{PID: ev.PID, Addr: ev.Addr, Time: ev.Time}
-			switch ev.Kind {
-			case pubevents.Publish:
-				e.Kind = EventPublish
-			case pubevents.Memfd:
-				e.Kind = EventMemfd
-			case pubevents.Unmap:
-				e.Kind = EventUnmap
-			default:
-				continue
+			if k := kindOf(publicationKinds[:], ev.Kind); k != 0 {
+				notify(Event{Kind: k, PID: ev.PID, Addr: ev.Addr, Time: ev.Time})
 			}
-			notify(e)
 		case errors.Is(err, os.ErrDeadlineExceeded):
 		case errors.Is(err, pubevents.ErrClosed):
 			return nil

@@ -73,10 +73,8 @@ func (t *Tracker) Subscribe(ctx context.Context, fn Subscriber) (unsubscribe fun
 	s := &subscriber{fn: fn}
 	err = t.onLoop(ctx, func() {
 		var initial []Change
-		for _, p := range t.pubs {
-			if p.Live() {
-				initial = append(initial, Change{Kind: Published, Process: p})
-			}
+		for pid := range t.out.identified {
+			initial = append(initial, Change{Kind: Published, Process: t.procs[pid].identity})
 		}
 		t.subsMu.Lock()
 		t.subs = append(t.subs, s)
@@ -100,11 +98,11 @@ func (t *Tracker) Subscribe(ctx context.Context, fn Subscriber) (unsubscribe fun
 // tell hands the changes since the last call and the last scan's summary
 // to the subscribers.
 func (t *Tracker) tell() {
-	if len(t.changes) == 0 && t.pendingStats == nil {
+	if len(t.out.changes) == 0 && t.scans.pending == nil {
 		return
 	}
-	changes, stats := t.changes, t.pendingStats
-	t.changes, t.pendingStats = nil, nil
+	changes, stats := t.out.changes, t.scans.pending
+	t.out.changes, t.scans.pending = nil, nil
 	t.subsMu.Lock()
 	subs := slices.Clone(t.subs)
 	t.subsMu.Unlock()

@@ -16,68 +16,72 @@ import (
 
 // Tracker tracks the processes of one host. See the package documentation.
 type Tracker struct {
-	cfg   Config
-	host  Host
-	log   *zap.Logger
-	now   func() time.Time
-	epoch time.Time
-	pool  *pool
+	// Set by New.
+	cfg    Config
+	host   Host
+	log    *zap.Logger
+	now    func() time.Time
+	hostID procfs.HostIdentity // the identity of the host the tracker reads
+	onScan []func(ScanStats)   // the WithScanStats functions
+	pool   *pool
 
 	// Owned by the loop.
-	procs map[int]*proc
-	// serials names incarnations (proc.serial); gen counts the scans.
-	serials uint32
-	gen     uint32
-	// pubs holds the live publications and the ended ones within their
-	// grace period, by pid; ended lists the latter, oldest first.
-	pubs         map[int]*Process
-	ended        []endedPub
-	views        []view
-	liveContexts int // live publications
-	// changed: pubs changed since the last snapshot; touched lists the
-	// pids whose lookup outcome may have.
-	changed bool
-	touched []int
-	changes []Change
-	reads   [NumOutcomes]int64 // since the last scan finished
-	scanned bool               // the first scan has finished
-	scan    *scan              // the scan in progress
-	// afterScan are Rescan calls waiting for a scan to start after the one
-	// in progress.
-	afterScan    []chan struct{}
-	pendingStats *ScanStats // the last scan's summary, not handed out yet
-	backlog      []*job     // scan work
-	urgent       []*job     // probes, events
-	freeJobs     []*job     // done jobs for reuse
-	jobsOut      int        // jobs handed to the pool, not back yet
-	plan         planState
-	probes       probes
-	reports      reports
-	discovery    discoveryState
+	epoch   time.Time // the clock's zero: Start
+	procs   map[int]*proc
+	serials uint32 // names incarnations (proc.serial)
+	scans   struct {
+		gen     uint32             // counts the scans
+		scanned bool               // the first scan has finished
+		cur     *scan              // the scan in progress
+		after   []chan struct{}    // Rescan calls waiting for a scan to start after cur
+		pending *ScanStats         // the last scan's summary, not handed out yet
+		reads   [NumOutcomes]int64 // since the last scan finished
+	}
+	discovery discoveryState
+	jobs      struct {
+		backlog []*job // scan work
+		urgent  []*job // probes, events
+		free    []*job // done jobs for reuse
+		out     int    // jobs handed to the pool, not back yet
+	}
+	plan    planState
+	probes  probes
+	reports reports
+	events  eventState
+	// out is what the snapshots and the subscribers are told.
+	out struct {
+		// identified is the set of pids whose process has an identity
+		// (proc.identity): the snapshot is built from it and ended, without
+		// going through every process (5x the cost with 5,000 processes,
+		// BenchmarkSnapshotRebuild).
+		identified   map[int]struct{}
+		ended        retention
+		views        []view
+		liveContexts int // live publications
+		// changed: publications changed since the last snapshot; touched
+		// lists the pids whose lookup outcome may have; changes are the
+		// subscribers'.
+		changed bool
+		touched []int
+		changes []Change
+	}
 
-	snap atomic.Pointer[Snapshot]
-
+	// Shared with other goroutines.
+	snap   atomic.Pointer[Snapshot]
 	subsMu sync.Mutex
 	subs   []*subscriber
 	health health // set by the loop, read by components
-
-	events eventState
 	// sourcesOnce closes the event sources once: Stop releases them,
 	// started or not.
 	sourcesOnce sync.Once
-	// onScan are the WithScanStats functions.
-	onScan []func(ScanStats)
-	// hostID is the identity of the host the tracker reads.
-	hostID procfs.HostIdentity
-
-	ready    chan struct{} // closed when the first scan finished
-	probeC   chan *probeWait
-	scanC    chan chan struct{} // ScanSoon
-	control  chan func()
-	stop     chan struct{}
-	done     chan struct{}
-	started  atomic.Bool
-	stopOnce sync.Once
+	ready       chan struct{} // closed when the first scan finished
+	probeC      chan *probeWait
+	scanC       chan chan struct{} // ScanSoon
+	control     chan func()
+	stop        chan struct{}
+	done        chan struct{}
+	started     atomic.Bool
+	stopOnce    sync.Once
 }
 
 // planState is the reads planned: the times of the processes' plans in
@@ -87,10 +91,21 @@ type planState struct {
 	rechecks recheckQueue
 }
 
-// endedPub is a publication that ended, kept for the grace period.
+// retention holds the publications that ended, for the grace period.
+// The live ones are the processes' (proc.identity).
+type retention struct {
+	// byPID is the last one of each pid, unless the pid names another
+	// process or published again since.
+	byPID map[int]endedPub
+	// queue is every one in the order its grace period ends.
+	queue []endedPub
+}
+
+// endedPub is a publication that ended, kept until the clock until.
 type endedPub struct {
-	p     *Process
-	until int64 // clock
+	pid   int
+	p     *Process // in byPID only
+	until int64
 }
 
 // Option changes how New makes a tracker.
@@ -132,7 +147,6 @@ func New(host Host, cfg Config, logger *zap.Logger, opts ...Option) (*Tracker, e
 		reports: reports{log: logger},
 		now:     time.Now,
 		procs:   map[int]*proc{},
-		pubs:    map[int]*Process{},
 		probes:  probes{waiting: map[int][]*probeWait{}},
 		probeC:  make(chan *probeWait, 64),
 		scanC:   make(chan chan struct{}, 1),
@@ -141,6 +155,7 @@ func New(host Host, cfg Config, logger *zap.Logger, opts ...Option) (*Tracker, e
 		done:    make(chan struct{}),
 		ready:   make(chan struct{}),
 	}
+	t.out.identified, t.out.ended.byPID = map[int]struct{}{}, map[int]endedPub{}
 	t.events.lostWake = make(chan struct{}, 1)
 	for _, o := range opts {
 		o(t)
@@ -150,7 +165,7 @@ func New(host Host, cfg Config, logger *zap.Logger, opts ...Option) (*Tracker, e
 	if len(t.events.sources) > 0 {
 		t.events.queue = make(chan Event, eventQueueSize) // nil without sources: never ready
 	}
-	t.snap.Store(&Snapshot{byPID: newPidTable(nil), byContainer: map[ContainerPid]*Process{}})
+	t.snap.Store(&Snapshot{byContainer: map[ContainerPid]*Process{}})
 	return t, nil
 }
 
@@ -232,8 +247,8 @@ func (t *Tracker) Snapshot() *Snapshot { return t.snap.Load() }
 func (t *Tracker) Rescan(ctx context.Context) error {
 	done := make(chan struct{})
 	start := func() {
-		if t.scan != nil {
-			t.afterScan = append(t.afterScan, done)
+		if t.scans.cur != nil {
+			t.scans.after = append(t.scans.after, done)
 			return
 		}
 		t.startScan()
@@ -258,7 +273,7 @@ func (t *Tracker) Idle(ctx context.Context) error {
 	for {
 		idle := false
 		if err := t.onLoop(ctx, func() {
-			idle = t.scan == nil && len(t.backlog) == 0 && len(t.urgent) == 0 && t.jobsOut == 0 && t.reports.pending == nil
+			idle = t.scans.cur == nil && len(t.jobs.backlog) == 0 && len(t.jobs.urgent) == 0 && t.jobs.out == 0 && t.reports.pending == nil
 		}); err != nil {
 			return err
 		}
@@ -289,15 +304,15 @@ type view struct {
 func (t *Tracker) AddView(ctx context.Context, key any, fn func(*Process) any) (View, error) {
 	var v View
 	err := t.onLoop(ctx, func() {
-		for i := range t.views {
-			if w := &t.views[i]; w.fn != nil && w.key == key {
+		for i := range t.out.views {
+			if w := &t.out.views[i]; w.fn != nil && w.key == key {
 				w.users++
 				v = View{id: i}
 				return
 			}
 		}
-		v = View{id: len(t.views)}
-		t.views = append(t.views, view{key: key, fn: fn, users: 1})
+		v = View{id: len(t.out.views)}
+		t.out.views = append(t.out.views, view{key: key, fn: fn, users: 1})
 		t.recomputeViews()
 		t.flush() // before AddView returns
 	})
@@ -307,7 +322,7 @@ func (t *Tracker) AddView(ctx context.Context, key any, fn func(*Process) any) (
 // RemoveView stops computing v once every AddView of it is removed.
 func (t *Tracker) RemoveView(ctx context.Context, v View) error {
 	return t.onLoop(ctx, func() {
-		w := &t.views[v.id]
+		w := &t.out.views[v.id]
 		if w.users--; w.users == 0 {
 			w.fn = nil
 		}
@@ -342,18 +357,18 @@ func (t *Tracker) clock() int64 { return int64(t.now().Sub(t.epoch)) + 1 }
 
 // touch notes that pid's lookup outcome may have changed: the next
 // snapshot says it again.
-func (t *Tracker) touch(pid int) { t.touched = append(t.touched, pid) }
+func (t *Tracker) touch(pid int) { t.out.touched = append(t.out.touched, pid) }
 
 // flush publishes a new snapshot when something changed, wakes the probes
 // it ends, and hands the last scan's summary to the WithScanStats
 // functions and it and the changes to the subscribers.
 func (t *Tracker) flush() {
 	t.markRechecks()
-	if t.changed || len(t.touched) > 0 {
+	if t.out.changed || len(t.out.touched) > 0 {
 		t.publishSnapshot()
 	}
 	t.probes.wake()
-	if s := t.pendingStats; s != nil {
+	if s := t.scans.pending; s != nil {
 		for _, fn := range t.onScan {
 			fn(*s)
 		}
@@ -364,12 +379,12 @@ func (t *Tracker) flush() {
 // publishSnapshot publishes what the tracker knows now.
 func (t *Tracker) publishSnapshot() {
 	cur := t.snap.Load()
-	s := &Snapshot{byPID: cur.byPID, byContainer: cur.byContainer, Scanned: t.scanned}
-	if t.changed {
-		t.changed = false
-		s.byPID = newPidTable(t.pubs)
+	s := &Snapshot{byPID: cur.byPID, byContainer: cur.byContainer, Scanned: t.scans.scanned}
+	if t.out.changed {
+		t.out.changed = false
+		s.byPID = newPidTable(len(t.out.identified)+len(t.out.ended.byPID), t.publications)
 		s.byContainer = map[ContainerPid]*Process{}
-		for _, p := range t.pubs {
+		for _, p := range s.byPID.all {
 			if cid := p.Identity.ContainerID; cid != "" {
 				k := ContainerPid{cid, p.Identity.VPID()}
 				// A live publication wins over an ended one of the same pair.
@@ -381,31 +396,42 @@ func (t *Tracker) publishSnapshot() {
 	}
 	w := outcomeWriter{next: cur.outcomes}
 	now := t.clock()
-	for _, pid := range t.touched {
+	for _, pid := range t.out.touched {
 		o := OutcomeGone
 		if p := t.procs[pid]; p != nil {
 			o = t.planner().lookupOutcome(p, now)
 		}
 		w.set(pid, o)
 	}
-	t.touched = t.touched[:0]
+	t.out.touched = t.out.touched[:0]
 	s.outcomes = w.next
 	t.snap.Store(s)
 }
 
-// recomputeViews gives every publication the views' values.
-func (t *Tracker) recomputeViews() {
-	for pid, p := range t.pubs {
-		np := p.withViews(t.views)
-		t.pubs[pid] = np
-		if pr := t.procs[pid]; pr != nil && pr.identity == p {
-			pr.identity = np
-		}
-		for i := range t.ended {
-			if t.ended[i].p == p {
-				t.ended[i].p = np
-			}
+// publications calls yield for every publication a snapshot holds: the
+// live ones and the ended ones retained (never two of one pid).
+func (t *Tracker) publications(yield func(int, *Process) bool) {
+	for pid := range t.out.identified {
+		if !yield(pid, t.procs[pid].identity) {
+			return
 		}
 	}
-	t.changed = true
+	for pid, e := range t.out.ended.byPID {
+		if !yield(pid, e.p) {
+			return
+		}
+	}
+}
+
+// recomputeViews gives every publication the views' values.
+func (t *Tracker) recomputeViews() {
+	for pid := range t.out.identified {
+		p := t.procs[pid]
+		p.identity = p.identity.withViews(t.out.views)
+	}
+	for pid, e := range t.out.ended.byPID {
+		e.p = e.p.withViews(t.out.views)
+		t.out.ended.byPID[pid] = e
+	}
+	t.out.changed = true
 }

@@ -112,29 +112,18 @@ func (h *Host) PublishResource(pid int, res pcommon.Map) {
 }
 
 // Unpublish removes pid's context.
-func (h *Host) Unpublish(pid int) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.procs[pid].Ctx = nil
-}
+func (h *Host) Unpublish(pid int) { h.Set(pid, func(p *Proc) { p.Ctx = nil }) }
 
 // Remove makes pid exit.
-func (h *Host) Remove(pid int) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	delete(h.procs, pid)
-}
+func (h *Host) Remove(pid int) { h.with(func() { delete(h.procs, pid) }) }
 
 // Reuse makes pid name a new process without a context (a new start time
 // and inode).
 func (h *Host) Reuse(pid int) *Proc {
-	h.mu.Lock()
-	old := h.procs[pid]
-	h.mu.Unlock()
+	var old Proc
+	h.Set(pid, func(p *Proc) { old = *p })
 	p := h.Add(pid)
-	h.mu.Lock()
-	p.Start, p.Ino = old.Start+7, old.Ino+7
-	h.mu.Unlock()
+	h.Set(pid, func(p *Proc) { p.Start, p.Ino = old.Start+7, old.Ino+7 })
 	return p
 }
 
@@ -145,18 +134,26 @@ func (h *Host) Set(pid int, fn func(*Proc)) {
 	fn(h.procs[pid])
 }
 
-// Count returns the calls of a method since the last ResetCounts.
-func (h *Host) Count(method string) int {
+// with calls fn under the host's lock.
+func (h *Host) with(fn func()) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.calls[method]
+	fn()
 }
+
+// locked returns what fn returns, called under the host's lock.
+func locked[T any](h *Host, fn func() T) T {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return fn()
+}
+
+// Count returns the calls of a method since the last ResetCounts.
+func (h *Host) Count(method string) int { return locked(h, func() int { return h.calls[method] }) }
 
 // Vias returns how each ReadContext of pid read memory, in order.
 func (h *Host) Vias(pid int) []reader.Via {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return append([]reader.Via(nil), h.vias[pid]...)
+	return locked(h, func() []reader.Via { return append([]reader.Via(nil), h.vias[pid]...) })
 }
 
 // ResetCounts forgets the calls so far.
@@ -289,65 +286,41 @@ func (h *Host) Identity(pid int) (procfs.Identity, error) {
 
 // Executable implements tracker.Host.
 func (h *Host) Executable(pid int) string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if p := h.procs[pid]; p != nil {
-		return p.Exe
-	}
-	return "?"
+	return locked(h, func() string {
+		if p := h.procs[pid]; p != nil {
+			return p.Exe
+		}
+		return "?"
+	})
 }
 
 // SetListError makes ListPids fail with err; nil: list again.
-func (h *Host) SetListError(err error) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.listErr = err
-}
+func (h *Host) SetListError(err error) { h.with(func() { h.listErr = err }) }
 
 // SetAccess sets what Access reports.
-func (h *Host) SetAccess(err error) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.access = err
-}
+func (h *Host) SetAccess(err error) { h.with(func() { h.access = err }) }
 
 // CheckProcfs implements tracker.Host: it fails as ListPids does.
-func (h *Host) CheckProcfs() error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.listErr
-}
+func (h *Host) CheckProcfs() error { return locked(h, func() error { return h.listErr }) }
 
 // KernelTime implements tracker.Host: 0 (no kernel clock: tests give
 // events the times they choose) unless SetKernelTime set one.
-func (h *Host) KernelTime() uint64 {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.kernelTime
-}
+func (h *Host) KernelTime() uint64 { return locked(h, func() uint64 { return h.kernelTime }) }
 
 // SetKernelTime sets what KernelTime answers from now on.
-func (h *Host) SetKernelTime(ns uint64) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.kernelTime = ns
-}
+func (h *Host) SetKernelTime(ns uint64) { h.with(func() { h.kernelTime = ns }) }
 
 // Access implements tracker.Host.
-func (h *Host) Access() error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.access
-}
+func (h *Host) Access() error { return locked(h, func() error { return h.access }) }
 
 // ExplainDenied implements tracker.Host.
 func (h *Host) ExplainDenied(pid int) string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if p := h.procs[pid]; p != nil {
-		return p.Why
-	}
-	return ""
+	return locked(h, func() string {
+		if p := h.procs[pid]; p != nil {
+			return p.Why
+		}
+		return ""
+	})
 }
 
 // Clock is a clock that moves only when told.
