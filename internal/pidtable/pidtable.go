@@ -39,19 +39,17 @@ func (t *Table[V]) Len() int { return t.n }
 
 // Get returns the value of pid and whether pid is in the table.
 func (t *Table[V]) Get(pid int) (V, bool) {
-	if t.n != 0 && pid != 0 {
-		for i := t.home(pid); ; i = (i + 1) & (len(t.slots) - 1) {
-			s := &t.slots[i]
-			if s.pid == pid {
-				return s.v, true
-			}
-			if s.pid == 0 {
-				break
-			}
+	if len(t.slots) == 0 {
+		var zero V
+		return zero, false
+	}
+	for i := t.home(pid); ; i = (i + 1) & (len(t.slots) - 1) {
+		// A free slot holds pid 0 and the zero value: pid 0 is never
+		// found.
+		if s := &t.slots[i]; s.pid == pid || s.pid == 0 {
+			return s.v, s.pid != 0
 		}
 	}
-	var zero V
-	return zero, false
 }
 
 // Add adds pid, which must not be 0 nor in the table already, with value

@@ -156,16 +156,7 @@ func (b *batch) resolveMemo(facts *resourceFacts, pid int) *resolved {
 // unqualified_pids is "host"): the resource's own service attributes
 // describe the pid's process, and must not name another service.
 func (b *batch) enrichResource(res pcommon.Resource, facts *resourceFacts, items int) bool {
-	// resolve, with a call less on the common path: this runs for every
-	// resource.
-	var e *enrichment
-	var o tracker.Outcome
-	host := facts.pid
-	if facts.containerID == "" {
-		e, o = b.lookup(host)
-	} else {
-		e, o, host = b.resolveInContainer(facts.containerID, host)
-	}
+	e, o, host := b.resolve(facts.containerID, facts.pid)
 	switch {
 	case b.waiting(o):
 		return false
@@ -207,24 +198,56 @@ func (b *batch) enrichWith(res pcommon.Resource, e *enrichment, verify, stampPid
 	return true
 }
 
-// enrichResources enriches each of n resources that names its pid, as
-// metrics and traces have them; resource returns resource i and its item
-// count.
-func (b *batch) enrichResources(ctx context.Context, n int, resource func(i int) (pcommon.Resource, int)) {
-	enrich := func(i int) bool {
-		res, items := resource(i)
-		facts := b.p.pids.factsOf(res.Attributes())
-		return facts.pid == 0 || b.enrichResource(res, &facts, items)
+// resourceSlice is a signal's resources (plog.ResourceLogsSlice, ...).
+type resourceSlice[R hasResource] interface {
+	Len() int
+	At(i int) R
+	RemoveIf(f func(R) bool)
+}
+
+type hasResource interface{ Resource() pcommon.Resource }
+
+// run is every signal's batch: it enriches each resource of rs that names
+// its pid, and regroups each other by the pids of its items, removing
+// those regrouping emptied. A resource naming a pid the snapshot does not
+// know yet is looked at again once the batch has waited for that pid.
+// What differs by signal is supplied: items counts a resource's items;
+// tree returns its items ready for regrouping, nil when none can name a
+// pid (tree itself is nil for signals whose items never do).
+func run[R hasResource, S resourceSlice[R]](ctx context.Context, b *batch, rs S, items func(R) int, tree func(R) itemTree) {
+	var emptied marks
+	visit := func(i int) bool {
+		r := rs.At(i)
+		facts := b.p.pids.factsOf(r.Resource().Attributes())
+		if facts.pid != 0 {
+			return b.enrichResource(r.Resource(), &facts, items(r))
+		}
+		var t itemTree
+		if tree != nil {
+			t = tree(r)
+		}
+		if t == nil {
+			return true
+		}
+		waiting, gone := b.regroupResource(r.Resource(), &facts, t)
+		if gone {
+			emptied.set(i)
+		}
+		return !waiting
 	}
+	n := rs.Len() // resources appended by regrouping are complete already
 	for i := range n {
-		if !enrich(i) {
+		if !visit(i) {
 			b.deferred = append(b.deferred, i)
 		}
 	}
 	if b.wait(ctx) {
 		for _, i := range b.deferred {
-			enrich(i)
+			visit(i)
 		}
+	}
+	if len(emptied) > 0 {
+		rs.RemoveIf(removeMarked[R](emptied, 0))
 	}
 }
 

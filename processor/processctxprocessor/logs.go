@@ -16,50 +16,15 @@ func (p *instance) processLogs(ctx context.Context, ld plog.Logs) (plog.Logs, er
 	}
 	defer b.finish()
 	rls := ld.ResourceLogs()
-	run := logsRun{b: b, rls: rls}
-	n := rls.Len() // resources appended by regrouping are complete already
-	for i := range n {
-		if !run.resource(i) {
-			b.deferred = append(b.deferred, i)
+	var tree *logsTree // made for the first resource without a pid
+	run(ctx, b, rls, logRecordCount, func(rl plog.ResourceLogs) itemTree {
+		if tree == nil {
+			tree = &logsTree{pids: p.pids, rls: rls}
 		}
-	}
-	if b.wait(ctx) {
-		for _, i := range b.deferred {
-			run.resource(i)
-		}
-	}
-	if len(run.emptied) > 0 {
-		rls.RemoveIf(removeMarked[plog.ResourceLogs](run.emptied, 0))
-	}
+		tree.reset(rl)
+		return tree
+	})
 	return ld, nil
-}
-
-// logsRun is one call of processLogs.
-type logsRun struct {
-	b   *batch
-	rls plog.ResourceLogsSlice
-	// tree is made for the first resource without a pid.
-	tree    *logsTree
-	emptied marks // resources
-}
-
-// resource enriches or regroups resource i; false: it names a pid being
-// read.
-func (r *logsRun) resource(i int) bool {
-	rl := r.rls.At(i)
-	facts := r.b.p.pids.factsOf(rl.Resource().Attributes())
-	if facts.pid != 0 {
-		return r.b.enrichResource(rl.Resource(), &facts, logRecordCount(rl))
-	}
-	if r.tree == nil {
-		r.tree = &logsTree{pids: r.b.p.pids, rls: r.rls}
-	}
-	r.tree.reset(rl)
-	waiting, emptied := r.b.regroupResource(rl.Resource(), &facts, r.tree)
-	if emptied {
-		r.emptied.set(i)
-	}
-	return !waiting
 }
 
 func logRecordCount(rl plog.ResourceLogs) int {

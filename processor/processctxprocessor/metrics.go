@@ -3,7 +3,6 @@ package processctxprocessor
 import (
 	"context"
 
-	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 )
 
@@ -15,11 +14,7 @@ func (p *instance) processMetrics(ctx context.Context, md pmetric.Metrics) (pmet
 		return md, nil
 	}
 	defer b.finish()
-	rms := md.ResourceMetrics()
-	b.enrichResources(ctx, rms.Len(), func(i int) (pcommon.Resource, int) {
-		rm := rms.At(i)
-		return rm.Resource(), dataPointCount(rm)
-	})
+	run(ctx, b, md.ResourceMetrics(), dataPointCount, nil)
 	return md, nil
 }
 

@@ -128,18 +128,25 @@ func TestSamplePIDTableInvalid(t *testing.T) {
 	assert.Equal(t, 0, pidOfSample(p.Samples().At(2), table))
 }
 
-func TestPIDIndex(t *testing.T) {
-	var x pidIndex
+// TestPIDMemo: pids are found at the positions they were added in, until
+// a reset.
+func TestPIDMemo(t *testing.T) {
+	var m pidMemo
 	for round := range 2 {
 		for i := range 100 {
 			pid := 1000 + 4096*i // pids that share low bits
-			assert.Equal(t, int32(-1), x.find(pid))
-			assert.Equal(t, int32(i), x.add(pid))
+			assert.Nil(t, m.find(pid))
+			assert.Equal(t, i, m.add(pid, resolved{host: i}).host)
+			assert.Same(t, &m.resolved[i], m.find(pid))
 		}
 		for i := range 100 {
-			assert.Equal(t, int32(i), x.find(1000+4096*i), "round %d", round)
+			r := m.find(1000 + 4096*i)
+			require.NotNil(t, r, "round %d", round)
+			assert.Equal(t, i, r.host, "round %d", round)
+			assert.Same(t, &m.resolved[i], r)
 		}
-		x.reset()
-		assert.Equal(t, int32(-1), x.find(1000))
+		m.reset()
+		assert.Nil(t, m.find(1000))
+		assert.Empty(t, m.resolved)
 	}
 }

@@ -26,22 +26,20 @@ func (p *instance) processProfiles(ctx context.Context, pd pprofile.Profiles) (p
 			p.logger.Debug("Profiles with attribute references pass through", zap.Error(err))
 		}
 	}
-	rps := pd.ResourceProfiles()
-	pr := profilesRun{b: b, rps: rps, dict: pd.Dictionary()}
-	n := rps.Len()
-	for i := range n {
-		if !pr.resource(i) {
-			b.deferred = append(b.deferred, i)
+	rps, dict := pd.ResourceProfiles(), pd.Dictionary()
+	// tree is made, with the dictionary's pid table, for the first resource
+	// without a pid.
+	var tree *profilesTree
+	run(ctx, b, rps, sampleCount, func(rp pprofile.ResourceProfiles) itemTree {
+		if tree == nil {
+			tree = &profilesTree{rps: rps, table: p.pids.samplePIDTable(dict)}
 		}
-	}
-	if b.wait(ctx) {
-		for _, i := range b.deferred {
-			pr.resource(i)
+		if len(tree.table) == 0 {
+			return nil // no sample names a pid
 		}
-	}
-	if len(pr.emptied) > 0 {
-		rps.RemoveIf(removeMarked[pprofile.ResourceProfiles](pr.emptied, 0))
-	}
+		tree.reset(rp)
+		return tree
+	})
 	return pd, nil
 }
 
@@ -78,39 +76,6 @@ func resolveReferences(pd pprofile.Profiles) error {
 	}
 	back.MoveTo(pd)
 	return nil
-}
-
-// profilesRun is one call of processProfiles.
-type profilesRun struct {
-	b    *batch
-	rps  pprofile.ResourceProfilesSlice
-	dict pprofile.ProfilesDictionary
-	// tree is made, with the dictionary's pid table, for the first
-	// resource without a pid.
-	tree    *profilesTree
-	emptied marks // resources
-}
-
-// resource enriches or regroups resource i; false: it names a pid being
-// read.
-func (r *profilesRun) resource(i int) bool {
-	rp := r.rps.At(i)
-	facts := r.b.p.pids.factsOf(rp.Resource().Attributes())
-	if facts.pid != 0 {
-		return r.b.enrichResource(rp.Resource(), &facts, sampleCount(rp))
-	}
-	if r.tree == nil {
-		r.tree = &profilesTree{rps: r.rps, table: r.b.p.pids.samplePIDTable(r.dict)}
-	}
-	if len(r.tree.table) == 0 {
-		return true // no sample names a pid
-	}
-	r.tree.reset(rp)
-	waiting, emptied := r.b.regroupResource(rp.Resource(), &facts, r.tree)
-	if emptied {
-		r.emptied.set(i)
-	}
-	return !waiting
 }
 
 func sampleCount(rp pprofile.ResourceProfiles) int {

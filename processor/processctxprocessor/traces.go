@@ -3,7 +3,6 @@ package processctxprocessor
 import (
 	"context"
 
-	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 )
 
@@ -14,11 +13,7 @@ func (p *instance) processTraces(ctx context.Context, td ptrace.Traces) (ptrace.
 		return td, nil
 	}
 	defer b.finish()
-	rss := td.ResourceSpans()
-	b.enrichResources(ctx, rss.Len(), func(i int) (pcommon.Resource, int) {
-		rs := rss.At(i)
-		return rs.Resource(), spanCount(rs)
-	})
+	run(ctx, b, td.ResourceSpans(), spanCount, nil)
 	return td, nil
 }
 
