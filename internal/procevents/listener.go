@@ -49,8 +49,8 @@ type Event struct {
 	PID int
 	// Parent is, for a Fork, the pid of the process that forked (its
 	// grandparent with CLONE_PARENT); for an Exit, the pid of its parent at
-	// exit (after any reparenting), or 0 on kernels before 4.13. 0 for an
-	// Exec.
+	// exit (after any reparenting), or 0 when the kernel does not say
+	// (before 4.13, and at times on later ones). 0 for an Exec.
 	Parent int
 	// Time is when it happened, in nanoseconds of CLOCK_MONOTONIC (the
 	// kernel's ktime_get_ns): events of other sources with the same clock

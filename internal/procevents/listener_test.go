@@ -3,6 +3,7 @@ package procevents
 import (
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -32,7 +33,7 @@ func TestChildLifecycle(t *testing.T) {
 	self := os.Getpid()
 	// The fork of the test, the exec of sh, the exec of true, the exit; in
 	// this order, whatever the CPUs the events were made on.
-	assert.Equal(t, []Event{
+	assertEvents(t, []Event{
 		{Kind: Fork, PID: pid, Parent: self},
 		{Kind: Exec, PID: pid},
 		{Kind: Exec, PID: pid},
@@ -53,7 +54,7 @@ func TestGrandchild(t *testing.T) {
 		}
 	}
 	require.NotZero(t, grandchild, "no fork by sh in %v", events)
-	assert.Equal(t, []Event{
+	assertEvents(t, []Event{
 		{Kind: Fork, PID: pid, Parent: os.Getpid()},
 		{Kind: Exec, PID: pid},
 		{Kind: Fork, PID: grandchild, Parent: pid},
@@ -75,7 +76,7 @@ func TestThreadsFiltered(t *testing.T) {
 	})
 	tids := helperTids(t, string(out))
 	require.NotEmpty(t, tids, "the helper made no thread: %s", out)
-	assert.Equal(t, []Event{
+	assertEvents(t, []Event{
 		{Kind: Fork, PID: pid, Parent: os.Getpid()},
 		{Kind: Exec, PID: pid},
 		{Kind: Exit, PID: pid, Parent: os.Getpid()},
@@ -117,7 +118,7 @@ func TestExecFromThread(t *testing.T) {
 	})
 	require.Contains(t, string(out), "exec from ", "%s", out)
 	self := os.Getpid()
-	assert.Equal(t, []Event{
+	assertEvents(t, []Event{
 		{Kind: Fork, PID: pid, Parent: self},
 		{Kind: Exec, PID: pid},               // the test binary
 		{Kind: Exit, PID: pid, Parent: self}, // the old leader, ended by the exec
@@ -169,11 +170,25 @@ func TestOverflowReported(t *testing.T) {
 		require.NoError(t, setReceiveBuffer(int(fd), defaultReceiveBuffer))
 	}))
 	pid, got, _ := observe(t, l, 1, func() int { return runProcess(t, exec.Command("/bin/true")) })
-	assert.Equal(t, []Event{
+	assertEvents(t, []Event{
 		{Kind: Fork, PID: pid, Parent: os.Getpid()},
 		{Kind: Exec, PID: pid},
 		{Kind: Exit, PID: pid, Parent: os.Getpid()},
 	}, got)
+}
+
+// assertEvents asserts that got are the events want, but that an exit's
+// Parent may be 0: a kernel does not always say (Debian 12's 6.1 once in
+// some twenty runs in the kernel matrix), and nothing depends on it.
+func assertEvents(t *testing.T, want, got []Event) {
+	t.Helper()
+	got = slices.Clone(got)
+	for i := range got {
+		if i < len(want) && got[i].Kind == Exit && want[i].Kind == Exit && got[i].Parent == 0 {
+			got[i].Parent = want[i].Parent
+		}
+	}
+	assert.Equal(t, want, got)
 }
 
 // TestForgedMessageRefused: another process's socket cannot pass a message
