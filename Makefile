@@ -31,7 +31,7 @@ MDATAGEN  := $(BIN)/mdatagen
 # Every component and package with a metadata.yaml (mdatagen's own are not).
 METADATA  := $(shell find . -name metadata.yaml -not -path './tools/*' -not -path './_build/*' | sort)
 
-.PHONY: all build tools image run test unit fuzz-smoke bench-check fuzz bench soak lint clean generate check-generated
+.PHONY: all build tools image run test unit fuzz-smoke bench-check fuzz bench soak kernel-test lint clean generate check-generated
 
 all: build
 
@@ -114,6 +114,17 @@ bench: build
 # e2e run includes a short smoke of each. Figures: RELIABILITY.md.
 soak: build
 	$(GO) test ./test/e2e -run '^TestSoak' -count=1 -timeout 40m -v -args -soak
+
+# The kernel matrix (docs/testing.md, "Kernel matrix"): stock Debian
+# kernels booted in qemu (TCG), the kernel-facing tests and the built
+# collector at its defaults inside each; installs qemu and busybox when
+# missing. KERNELS selects kernels by name (default: all of
+# test/kernel/run.sh's matrix); downloads are cached in KERNEL_CACHE.
+# About 7 minutes (4 kernels, 2 cores).
+KERNELS      ?=
+KERNEL_CACHE ?= $(HOME)/.cache/processctx-kernels
+kernel-test: $(COLLECTOR)
+	GO=$(GO) KERNELS="$(KERNELS)" KERNEL_CACHE="$(KERNEL_CACHE)" test/kernel/run.sh
 
 # Generated metadata, telemetry, component and package tests, documentation
 # (mdatagen, built from tools/mdatagen-src when missing or changed).
