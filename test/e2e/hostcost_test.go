@@ -182,7 +182,12 @@ func BenchmarkHostCost(b *testing.B) {
 // is ready: its first scan of the host is over well before.
 const hostCostSettle = 3 * time.Second
 
+// buildGetppid builds the syscall loop, or takes the prebuilt one
+// $HOSTCOST_GETPPID names (the kernel matrix's guests have no compiler).
 func buildGetppid(b *testing.B) string {
+	if bin := os.Getenv("HOSTCOST_GETPPID"); bin != "" {
+		return bin
+	}
 	bin := filepath.Join(b.TempDir(), "getppid")
 	src := filepath.Join(pubtest.RepoRoot(), "test", "e2e", "testdata", "getppid", "getppid.c")
 	if out, err := exec.Command("gcc", "-O2", "-o", bin, src).CombinedOutput(); err != nil {

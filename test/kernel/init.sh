@@ -17,7 +17,6 @@ export PATH=/usr/bin:/bin HOME=/root TMPDIR=/tmp
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
-mount -t tmpfs tmpfs /tmp
 mount -t debugfs debugfs /sys/kernel/debug
 mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
 mount -t bpf bpf /sys/fs/bpf
@@ -27,6 +26,7 @@ ip link set lo up
 # The tests' prebuilt publishers (see internal/pubtest), the collector.
 export PUBTEST_PUBLISHERS=/opt/publishers
 export KERNEL_MATRIX_COLLECTOR=/opt/bin/otelcol-processctx
+export HOSTCOST_GETPPID=/opt/publishers/getppid
 
 # After a newline: the firmware's screen clearing ends without one.
 echo
@@ -40,7 +40,7 @@ while read -r pkg flags; do
 	# The flags are word-split on purpose (no quoting inside them).
 	# Verbose for the skipped tests and their reasons, without the lines
 	# of every test run and passed.
-	if (cd "/opt/pkg/$pkg" && "/opt/tests/$pkg.test" -test.v -test.timeout=4m $flags </dev/null 2>&1 |
+	if (cd "/opt/pkg/$pkg" && "/opt/tests/$pkg.test" -test.v -test.timeout=${KMATRIX_TEST_TIMEOUT:-4m} $flags </dev/null 2>&1 |
 		grep -v -E '^ *(=== (RUN|PAUSE|CONT|NAME)|--- PASS)'); then
 		result=PASS
 	else

@@ -11,6 +11,9 @@
 #   KERNEL_CACHE         downloaded kernels (default ~/.cache/processctx-kernels)
 #   KERNEL_BOOT_TIMEOUT  seconds one boot may take (default 600; about 90 s is usual)
 #   KERNEL_QEMU_MEM      guest memory (default 2G)
+#   KERNEL_GUEST_ENV     NAME=value words for the guest's tests (the kernel
+#                        hands parameters it does not know to init's
+#                        environment), e.g. "HOSTCOST_ROUNDS=2 KMATRIX_TEST_TIMEOUT=20m"
 #   KERNEL_PLAN          what runs in the guests instead of PLAN below (to
 #                        chase one test: "tracker -test.run=^TestX$ -test.count=5")
 set -euo pipefail
@@ -41,7 +44,7 @@ kernel
 '
 PLAN=${KERNEL_PLAN:-$PLAN}
 # Where each package's sources are (for go test -c and its testdata).
-declare -A PKGDIR=([pubevents]=internal/pubevents [procevents]=internal/procevents [tracker]=internal/tracker [kernel]=test/kernel)
+declare -A PKGDIR=([pubevents]=internal/pubevents [procevents]=internal/procevents [tracker]=internal/tracker [e2e]=test/e2e [kernel]=test/kernel)
 
 CACHE=${KERNEL_CACHE:-$HOME/.cache/processctx-kernels}
 WORK=_build/kernel-test
@@ -134,11 +137,15 @@ done <<<"$PLAN"
 CGO_ENABLED=0 "$GO" build -o "$root/opt/publishers/go-publisher" ./cmd/ctxpublisher
 # pubtest's flags, static: the guest has no libc.
 gcc -static -O2 -Wall -Wextra -Werror -std=gnu11 -pthread -o "$root/opt/publishers/c-publisher" testdata/cpublisher/publisher.c
-# test/e2e runs the collector at <repository>/bin (pubtest.RepoRoot: the
-# checkout's path, compiled into the test binaries): the same path inside.
+# BenchmarkHostCost's syscall loop (HOSTCOST_GETPPID), for KERNEL_PLAN runs.
+gcc -static -O2 -o "$root/opt/publishers/getppid" test/e2e/testdata/getppid/getppid.c
+cp "$COLLECTOR" "$root/opt/bin/otelcol-processctx"
+# test/e2e (KERNEL_PLAN runs) runs the collector at <repository>/bin
+# (pubtest.RepoRoot: the checkout's path, compiled into the test
+# binaries): the same path inside, which may well be under /tmp (the guest
+# keeps the initramfs's /tmp: no tmpfs over it).
 mkdir -p "$root$PWD/bin"
-cp "$COLLECTOR" "$root$PWD/bin/"
-ln -s "$PWD/$COLLECTOR" "$root/opt/bin/otelcol-processctx"
+ln "$root/opt/bin/otelcol-processctx" "$root$PWD/bin/otelcol-processctx"
 cp /bin/busybox "$root/bin/busybox"
 cp test/kernel/init.sh "$root/init"
 printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n' >"$root/etc/passwd"
@@ -160,7 +167,7 @@ boot() { # name attempt
 	timeout --foreground -k 10 "$BOOT_TIMEOUT" qemu-system-x86_64 \
 		-accel tcg,thread=single -m "$MEM" -smp 2 -nographic -no-reboot \
 		-kernel "${VMLINUZ[$name]}" -initrd "$WORK/initramfs.cpio" \
-		-append "console=ttyS0 loglevel=4 panic=-1 rdinit=/init" \
+		-append "console=ttyS0 loglevel=4 panic=-1 rdinit=/init ${KERNEL_GUEST_ENV:-}" \
 		</dev/null 2>&1 | sed -u 's/\r$//' >"$out" || true
 	echo "$out"
 }
