@@ -2,6 +2,7 @@ package pubtest
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"os/exec"
 	"strings"
@@ -89,8 +90,25 @@ func (c *Collector) Stop(t testing.TB) time.Duration {
 	case <-time.After(30 * time.Second):
 		t.Fatal("collector did not exit 30s after SIGTERM")
 	}
-	if c.Err != nil {
+	switch {
+	case c.termBeforeHandled():
+		t.Logf("collector exit: %v, before it handled SIGTERM (it logs that it is ready, then installs its handler)", c.Err)
+	case c.Err != nil:
 		t.Errorf("collector exit: %v", c.Err)
 	}
 	return time.Since(start)
+}
+
+// termBeforeHandled reports whether the collector died of SIGTERM without
+// having received it: otelcol's Collector.Run logs "Everything is ready"
+// and only then installs its SIGTERM handler, a moment an emulated guest
+// makes long enough for a test's Stop to fall into. It stopped, as asked.
+func (c *Collector) termBeforeHandled() bool {
+	var exit *exec.ExitError
+	if !errors.As(c.Err, &exit) {
+		return false
+	}
+	ws, ok := exit.Sys().(syscall.WaitStatus)
+	return ok && ws.Signaled() && ws.Signal() == syscall.SIGTERM &&
+		!strings.Contains(c.Output.String(), "Received signal from OS")
 }

@@ -39,6 +39,7 @@ MATRIX='
 PLAN='
 pubevents   -test.skip=^TestCompatSyscallsAreIgnored$
 procevents
+e2e         -test.run=^TestUnprivilegedUserWithCapabilities$
 tracker     -test.run=^(TestLive|TestSteadyState|TestPidReuse|TestPermissionDenied|TestHostile|TestStopWhileAReadIsStuck|TestEnvironmentOfARealProcess|TestOpen|TestRealUnchangeableDenial) -test.skip=^TestLiveStorm$
 kernel
 '
@@ -147,6 +148,11 @@ cp "$COLLECTOR" "$root/opt/bin/otelcol-processctx"
 mkdir -p "$root$PWD/bin"
 ln "$root/opt/bin/otelcol-processctx" "$root$PWD/bin/otelcol-processctx"
 cp /bin/busybox "$root/bin/busybox"
+# util-linux's setpriv (test/e2e switches users with it; busybox's lacks
+# --reuid), with the shared libraries it loads.
+for f in /usr/bin/setpriv $(ldd /usr/bin/setpriv | grep -o '/[^ ]*'); do
+	mkdir -p "$root$(dirname "$f")" && cp -L "$f" "$root$f"
+done
 cp test/kernel/init.sh "$root/init"
 printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n' >"$root/etc/passwd"
 printf 'root:x:0:\nnogroup:x:65534:\n' >"$root/etc/group"
