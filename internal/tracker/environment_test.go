@@ -222,7 +222,8 @@ func TestEnvironmentOfARealProcess(t *testing.T) {
 }
 
 // An environment that reads empty (an exec not finished setting it up) is
-// read again at the next read, not taken for one without the variables.
+// read again soon, not taken for one without the variables, nor left
+// for the rescans (30 s, or an hour while events come).
 func TestEmptyEnvironmentReadAgain(t *testing.T) {
 	host := trackertest.NewHost()
 	host.Add(60).Errs[trackertest.MethodEnviron] = fmt.Errorf("pid 60: %w", sdkenv.ErrEmpty)
@@ -232,7 +233,6 @@ func TestEmptyEnvironmentReadAgain(t *testing.T) {
 	assert.Equal(t, tracker.OutcomeNoContext, o)
 
 	host.Set(60, func(p *trackertest.Proc) { delete(p.Errs, trackertest.MethodEnviron) })
-	h.clock.Advance(testConfig().RescanInterval)
-	h.rescan()
-	assert.Equal(t, []string{"published 60 set-up-late"}, h.take())
+	h.clock.Advance(time.Second) // the retries: 40 ms, 160 ms, 640 ms and 2.56 s after
+	assert.Equal(t, []string{"published 60 set-up-late"}, h.waitChanges(1))
 }

@@ -24,15 +24,16 @@ const (
 
 // trigger is one thing that may ask for a read, handed to the planner.
 // onListing: the inode listed, whether the scan is full; onRead: the read
-// that returned, what it found, whether it discovered the start time; due:
-// the read planned that fell due (onDue, or onRead), taken out of the plan.
+// that returned, what it found, whether it discovered the start time and
+// whether the environment it asked for read empty (mid-exec); due: the
+// read planned that fell due (onDue, or onRead), taken out of the plan.
 type trigger struct {
-	kind       triggerKind
-	ino        uint64
-	full       bool
-	read, due  cause
-	found      Outcome
-	discovered bool
+	kind                 triggerKind
+	ino                  uint64
+	full                 bool
+	read, due            cause
+	found                Outcome
+	discovered, envEmpty bool
 }
 
 // readPlan is what the planner says: a read for cause at at (at most now:
@@ -117,9 +118,11 @@ func (pl planner) afterRead(p *proc, tr trigger, now int64) readPlan {
 		rp.cause, rp.at = pl.decide(p, tr.due, now)
 	case p.hasContext() || p.kernel:
 		rp.retries, rp.young = publishRetries, youngReads
-	case rp.retries < publishRetries && (o == OutcomeTorn || (tr.read == causeEvent || tr.read == causeRetry) && o == OutcomeNoContext):
-		// A publication event's read that came too early, or a first
-		// publication met mid-update (whatever read it): again soon.
+	case rp.retries < publishRetries && (o == OutcomeTorn || tr.envEmpty ||
+		(tr.read == causeEvent || tr.read == causeRetry) && o == OutcomeNoContext):
+		// A publication event's read that came too early, a first
+		// publication met mid-update or an environment mid-exec (whatever
+		// read it): again soon.
 		rp.retries++
 		rp.cause, rp.at = causeRetry, now+int64(minEventGap<<(2*rp.retries))
 	case o == OutcomeNoContext && !pl.pubEvents && rp.young < youngReads &&
@@ -263,7 +266,7 @@ func (t *Tracker) act(pid int, p *proc, tr trigger) {
 	now := t.clock()
 	if (tr.kind == onDue || tr.kind == onRead) && p.planned != causeNone && p.plannedAt <= now {
 		tr.due = p.planned // taken out: the planner says what becomes of it
-		t.setPlan(pid, p, causeNone, 0)
+		t.setPlan(pid, p, causeNone, 0, now)
 	}
 	rp := t.planner().next(p, tr, now)
 	p.retries, p.young = rp.retries, rp.young
@@ -272,7 +275,7 @@ func (t *Tracker) act(pid int, p *proc, tr trigger) {
 	case rp.at <= now && p.reading == causeNone:
 		t.enqueue(&job{urgent: rp.cause.urgent(), reqs: []request{t.startRead(pid, p, rp.cause, now)}})
 	default:
-		t.setPlan(pid, p, rp.cause, rp.at)
+		t.setPlan(pid, p, rp.cause, rp.at, now)
 	}
 }
 
@@ -349,9 +352,13 @@ func (q *planQueue) Pop() any {
 // schedule covers those processes.
 const maxPlanned = 1 << 16
 
-// setPlan stores the read the planner planned for p (causeNone: none).
-func (t *Tracker) setPlan(pid int, p *proc, c cause, at int64) {
-	if c != causeNone && at > t.clock() {
+// setPlan stores the read the planner planned for p at now (causeNone:
+// none). A read for later is queued for its time; one for now waits for
+// the read out, which takes it when it returns. Later and now are the
+// planner's: read the clock again and a plan a few microseconds ahead
+// would be neither queued nor taken.
+func (t *Tracker) setPlan(pid int, p *proc, c cause, at, now int64) {
+	if c != causeNone && at > now {
 		if len(t.plan.queue) >= maxPlanned {
 			return
 		}

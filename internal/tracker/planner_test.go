@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
 )
 
 // The planner, case by case: every trigger, on every kind of process
@@ -133,6 +135,9 @@ func TestPlanner(t *testing.T) {
 		{"read: an event's found nothing yet", evented, silent(), read(causeEvent, OutcomeNoContext, false), series(at(causeRetry, now+40*ms), 1, 0)},
 		{"read: a retry found nothing yet", evented, retried(2), read(causeRetry, OutcomeNoContext, false), series(at(causeRetry, now+640*ms), 3, 0)},
 		{"read: torn", polling, retried(3), read(causeRescan, OutcomeTorn, false), series(at(causeRetry, now+int64(10*time.Millisecond<<8)), 4, 0)},
+		{"read: environment mid-exec", evented, fresh(), trigger{kind: onRead, read: causeListing, found: OutcomeNoContext, discovered: true, envEmpty: true}, series(at(causeRetry, now+40*ms), 1, 0)},
+		{"read: environment mid-exec, polling", polling, silent(), trigger{kind: onRead, read: causeRescan, found: OutcomeNoContext, envEmpty: true}, series(at(causeRetry, now+40*ms), 1, 0)},
+		{"read: environment empty, retries spent", evented, retried(publishRetries), trigger{kind: onRead, read: causeRetry, found: OutcomeNoContext, envEmpty: true}, series(none, publishRetries, 0)},
 		{"read: retries spent", evented, retried(publishRetries), read(causeRetry, OutcomeNoContext, false), series(none, publishRetries, 0)},
 		{"read: young", polling, young(1), read(causeYoung, OutcomeNoContext, false), series(at(causeYoung, now+5*sec), 0, 2)},
 		{"read: young, the last", polling, young(youngReads - 1), read(causeYoung, OutcomeNoContext, false), series(none, 0, youngReads)},
@@ -146,5 +151,41 @@ func TestPlanner(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			assert.Equal(t, tt.want, tt.pl.next(tt.p, tt.tr, now))
 		})
+	}
+}
+
+// A read planned for a moment ahead is queued for that moment, however
+// the clock moves while it is planned: a publication event's read due a
+// few microseconds after the event was once neither queued nor taken by
+// a read out, and the publisher was never read again (the kernel matrix
+// met it, 1 of 120 publishers, under an emulator's slow clock). Here the
+// clock moves a microsecond at each reading; the event's read is planned
+// from 100 µs before its event to 100 µs after.
+func TestPlanQueuedWhileTheClockMoves(t *testing.T) {
+	base := time.Unix(1000, 0)
+	ticks := 0
+	tr, err := New(nil, DefaultConfig(), zap.NewNop(), WithClock(func() time.Time {
+		ticks++
+		return base.Add(time.Duration(ticks) * time.Microsecond)
+	}))
+	require.NoError(t, err)
+	tr.epoch, tr.events.live = base, PublicationEvents
+	for d := -100; d <= 100; d++ {
+		pid := 1000 + d
+		p := tr.newProc(pid)
+		p.start, p.found, p.env = 100, OutcomeNoContext, envRead
+		// The last event's read began almost minEventGap ago: the next
+		// may start minEventGap after it.
+		p.eventReadAt = tr.clock() - int64(minEventGap) + int64(d)*int64(time.Microsecond)
+		tr.act(pid, p, trigger{kind: onPublish})
+		if p.reading != causeNone {
+			continue // read at once
+		}
+		require.Equal(t, causeEvent, p.planned, "offset %d µs", d)
+		queued := false
+		for _, e := range tr.plan.queue {
+			queued = queued || int(e.pid) == pid && e.serial == p.serial && e.at == p.plannedAt
+		}
+		assert.True(t, queued, "offset %d µs: a read planned at %d is not queued", d, p.plannedAt)
 	}
 }
