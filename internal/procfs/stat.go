@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"strconv"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -38,6 +39,9 @@ type Stat struct {
 	// KernelThread: a kernel thread (PF_KTHREAD in field 9), which has no
 	// user memory and never publishes.
 	KernelThread bool
+	// Age is how long before the read it started, by CLOCK_BOOTTIME (the
+	// clock of start times); 0 if that clock cannot be read.
+	Age time.Duration
 }
 
 // Stat reads the start time and whether pid is a kernel thread, from one
@@ -48,7 +52,12 @@ func (fs *FS) Stat(pid int) (Stat, error) {
 	if err != nil {
 		return Stat{}, err
 	}
-	return Stat{StartTicks: st.start, KernelThread: st.flags&pfKthread != 0}, nil
+	s := Stat{StartTicks: st.start, KernelThread: st.flags&pfKthread != 0}
+	var now unix.Timespec
+	if unix.ClockGettime(unix.CLOCK_BOOTTIME, &now) == nil {
+		s.Age = max(time.Duration(now.Nano())-time.Duration(st.start)*(time.Second/ClockTicks), 0)
+	}
+	return s, nil
 }
 
 // pfKthread is PF_KTHREAD of include/linux/sched.h.

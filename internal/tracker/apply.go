@@ -112,7 +112,7 @@ func (t *Tracker) apply(r *request) {
 		t.applyToSilent(r, p, o)
 	}
 	t.act(r.pid, p, trigger{kind: onRead, read: r.cause, found: o, discovered: r.op == opDiscover,
-		envEmpty: r.env && !r.res.envRead && o == OutcomeNoContext})
+		newborn: r.res.newborn, envEmpty: r.env && !r.res.envRead && o == OutcomeNoContext})
 	if r.noMaps && p.reading == causeNone && t.probes.waitsFor(r.pid) {
 		// A probe waits for what this read did not look at.
 		t.act(r.pid, p, trigger{kind: onProbe})

@@ -221,6 +221,26 @@ func TestEnvironmentOfARealProcess(t *testing.T) {
 	assert.NotContains(t, p.Identity.CommandLine, "hunter2")
 }
 
+// A process a few milliseconds old when the first scan meets it may not
+// have exec'd yet: its environment is its parent's. It is young: the young
+// reads look at its environment again, and find the variables of its
+// image (polling: no exec event tells).
+func TestNewbornsEnvironmentReadAgain(t *testing.T) {
+	host := trackertest.NewHost()
+	host.Add(70).Age = 5 * time.Millisecond
+	host.Add(71) // an old process: not read again so soon
+	h := newHarness(t, testConfig(), host)
+	_, o := h.tr.Snapshot().Lookup(70)
+	assert.Equal(t, tracker.OutcomeNoContext, o)
+
+	host.SetEnv(70, "after-exec", "") // its exec
+	host.SetEnv(71, "never-read", "")
+	h.clock.Advance(time.Second) // the first young read
+	assert.Equal(t, []string{"published 70 after-exec"}, h.waitChanges(1))
+	_, o = h.tr.Snapshot().Lookup(71)
+	assert.Equal(t, tracker.OutcomeNoContext, o)
+}
+
 // An environment that reads empty (an exec not finished setting it up) is
 // read again soon, not taken for one without the variables, nor left
 // for the rescans (30 s, or an hour while events come).

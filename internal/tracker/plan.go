@@ -24,16 +24,17 @@ const (
 
 // trigger is one thing that may ask for a read, handed to the planner.
 // onListing: the inode listed, whether the scan is full; onRead: the read
-// that returned, what it found, whether it discovered the start time and
-// whether the environment it asked for read empty (mid-exec); due: the
-// read planned that fell due (onDue, or onRead), taken out of the plan.
+// that returned, what it found, whether it discovered the start time (of
+// a newborn process: less than youngDelays[0] old) and whether the
+// environment it asked for read empty (mid-exec); due: the read planned
+// that fell due (onDue, or onRead), taken out of the plan.
 type trigger struct {
-	kind                 triggerKind
-	ino                  uint64
-	full                 bool
-	read, due            cause
-	found                Outcome
-	discovered, envEmpty bool
+	kind                          triggerKind
+	ino                           uint64
+	full                          bool
+	read, due                     cause
+	found                         Outcome
+	discovered, newborn, envEmpty bool
 }
 
 // readPlan is what the planner says: a read for cause at at (at most now:
@@ -126,9 +127,11 @@ func (pl planner) afterRead(p *proc, tr trigger, now int64) readPlan {
 		rp.retries++
 		rp.cause, rp.at = causeRetry, now+int64(minEventGap<<(2*rp.retries))
 	case o == OutcomeNoContext && !pl.pubEvents && rp.young < youngReads &&
-		(tr.read == causeYoung || (tr.discovered && pl.scanned)):
-		// A process met for the first time (it may be between fork and
-		// exec), or one that exec'd: young, read again soon.
+		(tr.read == causeYoung || tr.discovered && (pl.scanned || tr.newborn)):
+		// A process met for the first time after the first scan, or a
+		// newborn one in it (it may be between fork and exec, showing its
+		// parent's image and environment), or one that exec'd: young, read
+		// again soon.
 		if tr.read == causeYoung {
 			rp.young++
 		}
@@ -283,7 +286,9 @@ func (t *Tracker) act(pid int, p *proc, tr trigger) {
 // read follows from what is known of p.
 func (t *Tracker) startRead(pid int, p *proc, c cause, now int64) request {
 	r := request{pid: pid, serial: p.serial, cause: c, start: p.start, via: p.via(),
-		env: p.env != envRead && t.cfg.uses(SourceEnvironment),
+		// A young read looks at the environment again: the one read may
+		// have been its parent's, before its exec.
+		env: (p.env != envRead || c == causeYoung && p.identity == nil) && t.cfg.uses(SourceEnvironment),
 		// A probe of a process whose maps are not due reads only what is.
 		noMaps: c == causeEnviron || !t.cfg.uses(SourceContext) ||
 			c == causeProbe && p.found == OutcomeNoContext && !t.planner().contextDue(p, now)}

@@ -143,6 +143,7 @@ func TestPlanner(t *testing.T) {
 		{"read: young, the last", polling, young(youngReads - 1), read(causeYoung, OutcomeNoContext, false), series(none, 0, youngReads)},
 		{"read: met first after the first scan", polling, fresh(), read(causeListing, OutcomeNoContext, true), at(causeYoung, now+sec)},
 		{"read: met first in the first scan", unscanned, fresh(), read(causeListing, OutcomeNoContext, true), none},
+		{"read: met first in the first scan, a newborn", unscanned, fresh(), trigger{kind: onRead, read: causeListing, found: OutcomeNoContext, discovered: true, newborn: true}, at(causeYoung, now+sec)},
 		{"read: met first, publication events", evented, fresh(), read(causeListing, OutcomeNoContext, true), none},
 		{"read: a rescan found nothing", polling, silent(), read(causeRescan, OutcomeNoContext, false), none},
 		{"read: young series planned sooner stands", polling, plannedAs(young(1), causeYoung, now+sec), read(causeYoung, OutcomeNoContext, false), series(none, 0, 2)},

@@ -58,6 +58,7 @@ type result struct {
 	changed   bool             // opRefresh: a new context was read
 	relocated bool             // opRefresh: the header was gone and the maps were read again
 	kernel    bool             // opDiscover: a kernel thread
+	newborn   bool             // opDiscover: it started less than youngDelays[0] ago
 	identity  *procfs.Identity // with a new context
 	source    Source           // of ctx
 	// envRead: the environment was read; envErr is what was wrong with it (a variable too long or not
@@ -100,7 +101,7 @@ func read(h Host, r *request) {
 			r.res.err = fmt.Errorf("start time: %w", err)
 			return
 		}
-		r.res.start = st.StartTicks
+		r.res.start, r.res.newborn = st.StartTicks, st.Age < youngDelays[0]
 		if st.KernelThread {
 			// No user memory: nothing to find.
 			r.res.kernel = true

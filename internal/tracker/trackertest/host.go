@@ -64,6 +64,9 @@ type Proc struct {
 	Why string
 	// Kernel makes it a kernel thread.
 	Kernel bool
+	// Age is how long ago Stat says it started; 0: an hour (not a
+	// newborn).
+	Age time.Duration
 }
 
 var _ tracker.Host = (*Host)(nil)
@@ -223,7 +226,11 @@ func (h *Host) Stat(pid int) (procfs.Stat, error) {
 	if err != nil {
 		return procfs.Stat{}, err
 	}
-	return procfs.Stat{StartTicks: p.Start, KernelThread: p.Kernel}, nil
+	age := p.Age
+	if age == 0 {
+		age = time.Hour
+	}
+	return procfs.Stat{StartTicks: p.Start, KernelThread: p.Kernel, Age: age}, nil
 }
 
 // FindMapping implements tracker.Host.
