@@ -601,3 +601,35 @@ func stalledAtStart(t *testing.T, host *trackertest.Host, pid int) (*tracker.Tra
 	require.Equal(t, tracker.OutcomeStalled, o)
 	return tr, src, clock
 }
+
+// A publication event that comes while a read of the process is out waits
+// for that read; when that read stalls instead of returning, the process
+// is still read after its quarantine (the event's read was once left
+// waiting for a read no longer out, and the publisher never read again:
+// 1 of 120 publishers in a burst under an emulator).
+func TestPublicationEventDuringAStalledRead(t *testing.T) {
+	host := trackertest.NewHost()
+	host.Add(160)
+	h, src := eventHarness(t, host, bothSources)
+	_, o := h.lookup(160)
+	require.Equal(t, tracker.OutcomeNoContext, o)
+
+	host.Publish(160, "published-meanwhile")
+	host.Set(160, func(p *trackertest.Proc) { p.Block = trackertest.MethodMaps })
+	host.ResetCounts()
+	src.Send(tracker.Event{Kind: tracker.EventMemfd, PID: 160})
+	h.settle()
+	h.clock.Advance(10 * time.Millisecond) // the memfd event's read
+	require.Eventually(t, func() bool { return host.Count(trackertest.MethodMaps) > 0 }, 10*time.Second, time.Millisecond)
+	src.Send(tracker.Event{Kind: tracker.EventPublish, PID: 160}) // waits for the read out
+	h.settle()
+	h.clock.Advance(testConfig().ReadTimeout + time.Millisecond)
+	require.Eventually(t, func() bool { _, o := h.tr.Snapshot().Lookup(160); return o == tracker.OutcomeStalled },
+		10*time.Second, time.Millisecond, "quarantined, not waiting for a read no longer out")
+
+	host.Set(160, func(p *trackertest.Proc) { p.Block = "" })
+	host.Unblock()
+	h.clock.Advance(testConfig().QuarantineBackoff)
+	h.rescan() // runs the plans due
+	assert.Equal(t, []string{"published 160 published-meanwhile"}, h.waitChanges(1))
+}

@@ -325,8 +325,15 @@ func (t *Tracker) endRead(r *request) (*proc, Outcome) {
 		}
 		return nil, OutcomeUnknown
 	}
-	before := t.planner().lookupOutcome(p, t.clock())
+	now := t.clock()
+	before := t.planner().lookupOutcome(p, now)
 	p.reading = causeNone
+	if p.planned != causeNone && p.plannedAt <= now {
+		// A plan that waited for this read falls due now, however the read
+		// ended (applied, stalled, not run): queued, it cannot be left
+		// waiting for a read no longer out.
+		t.setPlan(r.pid, p, p.planned, now, now)
+	}
 	return p, before
 }
 
@@ -358,12 +365,12 @@ func (q *planQueue) Pop() any {
 const maxPlanned = 1 << 16
 
 // setPlan stores the read the planner planned for p at now (causeNone:
-// none). A read for later is queued for its time; one for now waits for
-// the read out, which takes it when it returns. Later and now are the
-// planner's: read the clock again and a plan a few microseconds ahead
-// would be neither queued nor taken.
+// none). It is queued for its time unless it waits for the read out (due
+// now: endRead queues it when that read ends, whatever ended it). Later
+// and now are the planner's: read the clock again and a plan a few
+// microseconds ahead would be neither queued nor waiting.
 func (t *Tracker) setPlan(pid int, p *proc, c cause, at, now int64) {
-	if c != causeNone && at > now {
+	if c != causeNone && (at > now || p.reading == causeNone) {
 		if len(t.plan.queue) >= maxPlanned {
 			return
 		}
