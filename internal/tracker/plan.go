@@ -279,7 +279,7 @@ func (t *Tracker) act(pid int, p *proc, tr trigger) {
 // startRead marks a read of p for c out and returns its request: what to
 // read follows from what is known of p.
 func (t *Tracker) startRead(pid int, p *proc, c cause, now int64) request {
-	r := request{pid: pid, serial: p.serial, cause: c, start: p.start, via: p.via(),
+	r := request{pid: pid, serial: p.serial, cause: c, start: p.start, stalled: p.stall != nil,
 		env: p.env != envRead && t.cfg.uses(SourceEnvironment),
 		// A probe of a process whose maps are not due reads only what is.
 		noMaps: c == causeEnviron || !t.cfg.uses(SourceContext) ||
