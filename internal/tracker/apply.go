@@ -2,6 +2,7 @@ package tracker
 
 import (
 	"errors"
+	"slices"
 
 	"go.uber.org/zap"
 
@@ -29,12 +30,8 @@ func (t *Tracker) applyJob(j *job) {
 	case jobStalled:
 		each(&j.reqs[j.stalledAt], t.stalled)
 		if rest := j.reqs[j.stalledAt+1:]; len(rest) > 0 {
-			again := &job{scan: j.scan, urgent: j.urgent, reqs: make([]request, len(rest))}
-			for i, r := range rest {
-				r.res = result{}
-				again.reqs[i] = r
-			}
-			t.enqueue(again)
+			// Not begun: nothing of them was read.
+			t.enqueue(&job{scan: j.scan, urgent: j.urgent, reqs: slices.Clone(rest)})
 		}
 	case jobNotRun:
 		for i := range j.reqs {
@@ -305,13 +302,4 @@ func (p *proc) answered() {
 	if p.stall != nil {
 		p.stall.until, p.stall.strikes = 0, 0
 	}
-}
-
-// via says how p's memory is read: through the mem file once a read of it
-// stalled.
-func (p *proc) via() reader.Via {
-	if p.stall != nil {
-		return reader.ViaMemFile
-	}
-	return reader.ViaAuto
 }

@@ -42,15 +42,10 @@ const (
 )
 
 func (s Sources) String() string {
-	switch s {
-	case 0:
-		return "none"
-	case ProcessEvents:
-		return "process"
-	case PublicationEvents:
-		return "publication"
-	case ProcessEvents | PublicationEvents:
-		return "process, publication"
+	names := [...]string{0: "none", ProcessEvents: "process", PublicationEvents: "publication",
+		ProcessEvents | PublicationEvents: "process, publication"}
+	if int(s) < len(names) {
+		return names[s]
 	}
 	return "unknown"
 }
@@ -184,23 +179,23 @@ func (t *Tracker) runSources() {
 	for _, s := range t.events.sources {
 		t.events.wg.Go(func() {
 			if err := s.Run(t.notify); err != nil {
-				select {
-				case t.events.stopped <- sourceStopped{sources: s.Sources(), err: err}:
-				case <-t.stop:
-				}
+				send(t.events.stopped, sourceStopped{sources: s.Sources(), err: err}, t.stop)
 			}
 		})
 	}
 }
 
-// closeSources stops the sources and waits for their Run to return.
-func (t *Tracker) closeSources() {
-	for _, s := range t.events.sources {
-		if err := s.Close(); err != nil {
-			t.log.Debug("Closing an event source failed", zap.Error(err))
+// releaseSources closes the event sources, once, and waits for their Run
+// to return.
+func (t *Tracker) releaseSources() {
+	t.sourcesOnce.Do(func() {
+		for _, s := range t.events.sources {
+			if err := s.Close(); err != nil {
+				t.log.Debug("Closing an event source failed", zap.Error(err))
+			}
 		}
-	}
-	t.events.wg.Wait()
+		t.events.wg.Wait()
+	})
 }
 
 // onSourceStopped falls back to polling for what a stopped source

@@ -19,12 +19,13 @@ var (
 )
 
 // health is what keeps the tracker from doing its job, if anything: the
-// loop sets it, components read it for their status.
+// loop sets it under mu (and reads it without: it is the one writer),
+// components read it for their status.
 type health struct {
 	mu      sync.Mutex
-	listErr error // the last listing's
-	readErr error // the last finished scan's
-	changed chan struct{}
+	listErr error         // the last listing's
+	readErr error         // the last finished scan's
+	changed chan struct{} // closed when a field changes, then replaced
 
 	// access is what Host.Access said at accessAt; the loop's only.
 	access   error
@@ -39,29 +40,16 @@ func (t *Tracker) Health() (<-chan struct{}, error) {
 	h := &t.health
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.changed == nil {
-		h.changed = make(chan struct{})
-	}
 	if h.listErr != nil {
 		return h.changed, h.listErr
 	}
 	return h.changed, h.readErr
 }
 
-// listFailed reports whether the procfs could not be listed last time.
-func (h *health) listFailed() bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.listErr != nil
-}
-
 // setListed records the outcome of a listing of the procfs, logging only
 // the transitions (a broken mount fails every scan).
 func (t *Tracker) setListed(err error) {
-	if err != nil {
-		err = fmt.Errorf("%w: %w", ErrCannotList, err)
-	}
-	if t.health.set(&t.health.listErr, err) {
+	if t.health.set(&t.health.listErr, ErrCannotList, err) {
 		if err != nil {
 			t.log.Error("Cannot list the host's processes: no scan until it can", zap.Error(err))
 		} else {
@@ -74,7 +62,7 @@ func (t *Tracker) setListed(err error) {
 // processes denied for lack of the collector's own privileges, and makes
 // its count of denied processes the current one (DeniedProcesses).
 func (t *Tracker) setScanned(denied int) {
-	t.reports.listed()
+	t.reports.deniedNow.Store(int64(t.reports.denied.n))
 	var err error
 	if denied > 0 {
 		// The collector's privileges do not change while it runs (Yama
@@ -82,25 +70,24 @@ func (t *Tracker) setScanned(denied int) {
 		if now := t.now(); t.health.accessAt.IsZero() || now.Sub(t.health.accessAt) >= t.cfg.WarningInterval {
 			t.health.access, t.health.accessAt = t.host.Access(), now
 		}
-		if t.health.access != nil {
-			err = fmt.Errorf("%w: %w", ErrCannotRead, t.health.access)
-		}
+		err = t.health.access
 	}
-	t.health.set(&t.health.readErr, err)
+	t.health.set(&t.health.readErr, ErrCannotRead, err)
 }
 
-// set sets *field and reports whether its message changed; waiters of
-// Health are woken then.
-func (h *health) set(field *error, err error) bool {
+// set sets *field to err (wrapped in kind; nil: no problem) and reports
+// whether its message changed; waiters of Health are woken then.
+func (h *health) set(field *error, kind, err error) bool {
+	if err != nil {
+		err = fmt.Errorf("%w: %w", kind, err)
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if errorText(*field) == errorText(err) {
 		return false
 	}
 	*field = err
-	if h.changed != nil {
-		close(h.changed)
-	}
+	close(h.changed)
 	h.changed = make(chan struct{})
 	return true
 }

@@ -67,7 +67,10 @@ func (t *Tracker) run() {
 				t.applyJob(j)
 			}
 		case ev := <-t.events.queue:
-			t.handleQueued(ev)
+			// And whatever else is queued: a burst costs one snapshot, not
+			// one per event.
+			t.handle(ev)
+			t.drainEvents()
 		case <-t.events.lostWake:
 			t.onLost()
 		case st := <-t.events.stopped:
@@ -83,13 +86,6 @@ func (t *Tracker) run() {
 		tm.armSupervise(t)
 		t.flush()
 	}
-}
-
-// handleQueued handles ev and whatever else is queued: a burst costs one
-// snapshot, not one per event.
-func (t *Tracker) handleQueued(ev Event) {
-	t.handle(ev)
-	t.drainEvents()
 }
 
 // drainEvents handles the events queued now.

@@ -54,14 +54,7 @@ func Open(cfg Config, logger *zap.Logger, opts ...Option) (*Tracker, error) {
 	if err != nil {
 		return nil, err
 	}
-	t, err := New(host, cfg, logger, append(opts, WithEventSources(sources...), WithHostIdentity(fs.HostIdentity()))...)
-	if err != nil {
-		for _, s := range sources {
-			_ = s.Close()
-		}
-		return nil, err
-	}
-	return t, nil
+	return build(host, cfg, logger, append(opts, WithEventSources(sources...), WithHostIdentity(fs.HostIdentity()))...), nil
 }
 
 // openSources opens the event sources cfg.Discovery asks for and logs what

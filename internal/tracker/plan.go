@@ -285,7 +285,7 @@ func (t *Tracker) act(pid int, p *proc, tr trigger) {
 // startRead marks a read of p for c out and returns its request: what to
 // read follows from what is known of p.
 func (t *Tracker) startRead(pid int, p *proc, c cause, now int64) request {
-	r := request{pid: pid, serial: p.serial, cause: c, start: p.start, via: p.via(),
+	r := request{pid: pid, serial: p.serial, cause: c, start: p.start, stalled: p.stall != nil,
 		// A young read looks at the environment again: the one read may
 		// have been its parent's, before its exec.
 		env: (p.env != envRead || c == causeYoung && p.identity == nil) && t.cfg.uses(SourceEnvironment),

@@ -34,8 +34,10 @@ const (
 	jobNotRun  // no reader was left to run it
 )
 
-// begin marks request i started, through the mem file when memFileOnly;
-// false when the job was abandoned.
+// begin marks request i started; false when the job was abandoned. It is
+// the one place that decides how memory is read: through the mem file,
+// which fails at once where process_vm_readv waits, once a read of the
+// process stalled, or for every process when memFileOnly.
 func (j *job) begin(i int, now time.Time, memFileOnly bool) bool {
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -43,7 +45,7 @@ func (j *job) begin(i int, now time.Time, memFileOnly bool) bool {
 		return false
 	}
 	j.state, j.cur, j.since = jobRunning, i, now
-	if memFileOnly {
+	if memFileOnly || j.reqs[i].stalled {
 		j.reqs[i].via = reader.ViaMemFile
 	}
 	return true
@@ -152,16 +154,6 @@ func (p *pool) spawnLocked() {
 // in a read exits when the read returns.
 func (p *pool) close() { p.stopOnce.Do(func() { close(p.stop) }) }
 
-// wait waits for every worker goroutine to exit, until done is closed.
-func (p *pool) wait(done <-chan struct{}) {
-	exited := make(chan struct{})
-	go func() { p.wg.Wait(); close(exited) }()
-	select {
-	case <-exited:
-	case <-done:
-	}
-}
-
 // stuck returns how many reads were abandoned at their deadline and have
 // not returned yet (each holds a goroutine).
 func (p *pool) stuck() int {
@@ -198,7 +190,7 @@ func (p *pool) work(w *worker) {
 		p.run(j)
 		w.current.Store(nil)
 		if j.finish() {
-			p.deliver(j)
+			send(p.results, j, p.stop)
 			continue
 		}
 		// Abandoned: the loop took the job back when the read overran. Its
@@ -214,10 +206,7 @@ func (p *pool) work(w *worker) {
 			p.live[w] = struct{}{}
 		}
 		p.mu.Unlock()
-		select {
-		case p.released <- pid:
-		case <-p.stop:
-		}
+		send(p.released, pid, p.stop)
 		if !resume {
 			return
 		}
@@ -238,10 +227,11 @@ func (p *pool) run(j *job) {
 	}
 }
 
-func (p *pool) deliver(j *job) {
+// send sends v on c, unless stop is closed first.
+func send[T any](c chan<- T, v T, stop <-chan struct{}) {
 	select {
-	case p.results <- j:
-	case <-p.stop:
+	case c <- v:
+	case <-stop:
 	}
 }
 

@@ -35,12 +35,14 @@ type request struct {
 	pid    int
 	op     op
 	cause  cause
-	serial uint32 // the incarnation it is for (proc.serial)
-	start  uint64 // the known start time; 0 for opDiscover
-	addr   uint64 // opRefresh: the header's address
-	last   uint64 // opRefresh: the timestamp of the context held
-	via    reader.Via
-	why    bool // opDescribe: explain a permission denial too
+	serial uint32     // the incarnation it is for (proc.serial)
+	start  uint64     // the known start time; 0 for opDiscover
+	addr   uint64     // opRefresh: the header's address
+	last   uint64     // opRefresh: the timestamp of the context held
+	via    reader.Via // set by job.begin
+	// stalled: a read of the process stalled before (proc.stall).
+	stalled bool
+	why     bool // opDescribe: explain a permission denial too
 	// env: read the environment when no context is found (once per
 	// incarnation: proc.env); noMaps: look for no context (an exec's
 	// environment read, or contexts not a source).
@@ -108,11 +110,9 @@ func read(h Host, r *request) {
 			r.res.err = fmt.Errorf("pid %d: kernel thread: %w", r.pid, otep.ErrNoContext)
 			return
 		}
-	case opLocate:
+	case opLocate, opRefresh:
 		r.res.start = r.start
-	case opRefresh:
-		r.res.start = r.start
-		if !refresh(h, r) {
+		if r.op == opRefresh && !refresh(h, r) {
 			return
 		}
 	}

@@ -104,10 +104,6 @@ func (k *tally) take(now time.Time, interval time.Duration, j *job, why bool) (l
 
 func (k *tally) reset() { k.n, k.pids = 0, k.pids[:0] }
 
-// listed makes the denials the listing that just finished counted the
-// current ones. Scans that do not list the host count none and leave them.
-func (r *reports) listed() { r.deniedNow.Store(int64(r.denied.n)) }
-
 // DeniedProcesses returns how many processes the tracker cannot read for
 // lack of permission, as its permission warning counts them: those the
 // last listing of the host found denied, less those no privilege or
@@ -154,10 +150,7 @@ func (r *reports) described(req *request) (forGood []int) {
 	}
 	if p.stalledN > 0 {
 		r.log.Warn("Some processes did not answer a read in time and are quarantined: they are retried with backoff, and the rest of the host is read on schedule",
-			zap.Int("processes", p.stalledN),
-			zap.String("pids", describeList(p.stalled)),
-			zap.Stringer("read_timeout", p.readTimeout),
-			zap.Stringer("next_warning_in", p.interval))
+			p.stalled.fields(p.stalledN, zap.Stringer("read_timeout", p.readTimeout), zap.Stringer("next_warning_in", p.interval))...)
 	}
 	return forGood
 }
@@ -181,22 +174,17 @@ func (r *reports) reportDenied(p *pendingReport) []int {
 		if r.deniedNow.Add(-int64(len(unchangeable))) < 0 {
 			r.deniedNow.Store(0) // some exited since: the next listing counts again
 		}
-		fields := []zap.Field{zap.Int("processes", len(unchangeable)), zap.String("pids", describeList(unchangeable))}
 		r.log.Info("Cannot read the process context of some processes: permission denied, and no setting changes it (said once per process)",
-			append(fields, unchangeable.reasons()...)...)
+			unchangeable.fields(len(unchangeable), unchangeable.reasons()...)...)
 	}
 	if len(fixable) == 0 {
 		r.denied.last = p.lastDenied
 		return forGood
 	}
-	fields := []zap.Field{
-		// Those not described are counted with the fixable ones: the
-		// reader's privileges, not the process, decide most denials. The
-		// count is DeniedProcesses's after this report.
-		zap.Int("processes", p.deniedN-len(unchangeable)),
-		zap.String("pids", describeList(fixable)),
-		zap.Stringer("next_warning_in", p.interval),
-	}
+	// Those not described are counted with the fixable ones: the reader's
+	// privileges, not the process, decide most denials. The count is
+	// DeniedProcesses's after this report.
+	fields := fixable.fields(p.deniedN-len(unchangeable), zap.Stringer("next_warning_in", p.interval))
 	r.log.Warn("Cannot read the process context of some processes: permission denied", append(fields, fixable.reasons()...)...)
 	return forGood
 }
@@ -234,7 +222,9 @@ func (list describedList) reasons() []zap.Field {
 	return fields
 }
 
-func describeList(list []described) string {
+// fields are the fields of a warning about n processes that names the
+// processes of list ("pids": "12 (sshd), 40 (?)"), then more.
+func (list describedList) fields(n int, more ...zap.Field) []zap.Field {
 	var b strings.Builder
 	for i, d := range list {
 		if i > 0 {
@@ -245,5 +235,5 @@ func describeList(list []described) string {
 		b.WriteString(d.exe)
 		b.WriteString(")")
 	}
-	return b.String()
+	return append([]zap.Field{zap.Int("processes", n), zap.String("pids", b.String())}, more...)
 }

@@ -21,12 +21,10 @@ const (
 
 // scan is the scan in progress.
 type scan struct {
-	gen        uint32
-	hasListing bool // it listed the host
-	began      time.Time
-	pending    int // its jobs not back yet
-	stats      ScanStats
-	waiters    []chan struct{} // Rescan and ScanSoon calls waiting for it
+	gen     uint32
+	pending int             // its jobs not back yet
+	stats   ScanStats       // Began, and Listed when it listed the host, from the start
+	waiters []chan struct{} // Rescan and ScanSoon calls waiting for it
 }
 
 // discoveryState is what decides the next scans' work.
@@ -72,8 +70,7 @@ func (t *Tracker) startScan() {
 		return
 	}
 	t.scans.gen++
-	s := &scan{gen: t.scans.gen, began: t.now(), hasListing: true}
-	s.stats.Began, s.stats.Listed, s.stats.Processes = s.began, true, len(entries)
+	s := &scan{gen: t.scans.gen, stats: ScanStats{Began: t.now(), Listed: true, Processes: len(entries)}}
 	t.scans.cur = s
 	d.lastListed = now
 	full := d.fullScan || !bothEvents || d.lastFull == 0 || now-d.lastFull >= int64(t.cfg.ReconcileInterval)
@@ -119,14 +116,13 @@ func (t *Tracker) scanWithoutListing() {
 		t.discovery.listNext = true // list once it is back: reads failed meanwhile
 		return
 	}
-	if t.health.listFailed() {
+	if t.health.listErr != nil {
 		t.discovery.listNext = true
 		t.startScan() // it is back: the listing clears the problem
 		return
 	}
 	t.scans.gen++
-	t.scans.cur = &scan{gen: t.scans.gen, began: t.now()}
-	t.scans.cur.stats.Began = t.scans.cur.began
+	t.scans.cur = &scan{gen: t.scans.gen, stats: ScanStats{Began: t.now()}}
 	t.finishScan()
 }
 
@@ -233,7 +229,7 @@ func (t *Tracker) sweep(s *scan) {
 // the grace periods that passed, reports, and wakes who waited for it.
 func (t *Tracker) finishScan() {
 	s := t.scans.cur
-	if s.hasListing { // nothing listed: nothing to sweep or count
+	if s.stats.Listed { // nothing listed: nothing to sweep or count
 		t.sweep(s)
 		t.setScanned(s.stats.Denied)
 	}
@@ -244,7 +240,7 @@ func (t *Tracker) finishScan() {
 	// Every read since the last scan: the scan's, and those of events and
 	// probes between scans.
 	s.stats.Reads, t.scans.reads = t.scans.reads, [NumOutcomes]int64{}
-	s.stats.Duration = t.now().Sub(s.began)
+	s.stats.Duration = t.now().Sub(s.stats.Began)
 	first := !t.scans.scanned
 	if first {
 		t.scans.scanned = true

@@ -140,6 +140,12 @@ func New(host Host, cfg Config, logger *zap.Logger, opts ...Option) (*Tracker, e
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("tracker: %w", err)
 	}
+	return build(host, cfg, logger, opts...), nil
+}
+
+// build is New with cfg validated (Open validates it before it opens
+// anything).
+func build(host Host, cfg Config, logger *zap.Logger, opts ...Option) *Tracker {
 	t := &Tracker{
 		cfg:     cfg,
 		host:    host,
@@ -156,7 +162,7 @@ func New(host Host, cfg Config, logger *zap.Logger, opts ...Option) (*Tracker, e
 		ready:   make(chan struct{}),
 	}
 	t.out.identified, t.out.ended.byPID = map[int]struct{}{}, map[int]endedPub{}
-	t.events.lostWake = make(chan struct{}, 1)
+	t.events.lostWake, t.health.changed = make(chan struct{}, 1), make(chan struct{})
 	for _, o := range opts {
 		o(t)
 	}
@@ -166,7 +172,7 @@ func New(host Host, cfg Config, logger *zap.Logger, opts ...Option) (*Tracker, e
 		t.events.queue = make(chan Event, eventQueueSize) // nil without sources: never ready
 	}
 	t.snap.Store(&Snapshot{byContainer: map[ContainerPid]*Process{}})
-	return t, nil
+	return t
 }
 
 // StuckReads returns how many reads were abandoned at their deadline and
@@ -205,36 +211,39 @@ func (t *Tracker) Start() {
 // one way to release them: whoever gets a tracker from Open or New calls
 // Stop, whether Start was called or not.
 func (t *Tracker) Stop(ctx context.Context) error {
+	t.stopOnce.Do(func() { close(t.stop) })
 	if t.started.CompareAndSwap(false, true) {
 		// Never started: no loop, reader or source runs.
-		t.stopOnce.Do(func() { close(t.stop) })
 		close(t.done)
 		t.releaseSources()
 		return nil
 	}
-	t.stopOnce.Do(func() { close(t.stop) })
 	select {
 	case <-t.done:
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	closed := make(chan struct{})
-	go func() { t.releaseSources(); close(closed) }()
 	select {
-	case <-closed:
+	case <-returned(t.releaseSources):
 	case <-ctx.Done():
 		return fmt.Errorf("stop event sources: %w", ctx.Err())
 	}
 	// Readers not blocked in a read exit right away.
-	quick, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
-	defer cancel()
-	t.pool.wait(quick.Done())
+	select {
+	case <-returned(t.pool.wg.Wait):
+	case <-time.After(100 * time.Millisecond):
+	case <-ctx.Done():
+	}
 	return nil
 }
 
-// releaseSources closes the event sources, once, and waits for their Run
-// to return.
-func (t *Tracker) releaseSources() { t.sourcesOnce.Do(t.closeSources) }
+// returned runs fn on a goroutine of its own and returns a channel closed
+// when fn returns.
+func returned(fn func()) <-chan struct{} {
+	c := make(chan struct{})
+	go func() { fn(); close(c) }()
+	return c
+}
 
 // Ready is closed once the first scan of the host has finished.
 func (t *Tracker) Ready() <-chan struct{} { return t.ready }
@@ -257,14 +266,7 @@ func (t *Tracker) Rescan(ctx context.Context) error {
 	if err := t.onLoop(ctx, start); err != nil {
 		return err
 	}
-	select {
-	case <-done:
-		return nil
-	case <-t.done:
-		return errors.New("tracker stopped")
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return await(ctx, t, done)
 }
 
 // Idle waits until the tracker has nothing to read: no scan in progress,
@@ -274,16 +276,11 @@ func (t *Tracker) Idle(ctx context.Context) error {
 		idle := false
 		if err := t.onLoop(ctx, func() {
 			idle = t.scans.cur == nil && len(t.jobs.backlog) == 0 && len(t.jobs.urgent) == 0 && t.jobs.out == 0 && t.reports.pending == nil
-		}); err != nil {
+		}); err != nil || idle {
 			return err
 		}
-		if idle {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(5 * time.Millisecond):
+		if err := await(ctx, t, time.After(5*time.Millisecond)); err != nil {
+			return err
 		}
 	}
 }
@@ -338,15 +335,24 @@ func (t *Tracker) onLoop(ctx context.Context, fn func()) error {
 	select {
 	case t.control <- func() { fn(); close(ran) }:
 	case <-t.done:
-		return errors.New("tracker stopped")
+		return errStopped
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+	return await(ctx, t, ran)
+}
+
+// errStopped is what a call of a stopped tracker returns.
+var errStopped = errors.New("tracker stopped")
+
+// await waits for c: it returns errStopped when t stops first, ctx's error
+// when ctx ends first.
+func await[T any](ctx context.Context, t *Tracker, c <-chan T) error {
 	select {
-	case <-ran:
+	case <-c:
 		return nil
 	case <-t.done:
-		return errors.New("tracker stopped")
+		return errStopped
 	case <-ctx.Done():
 		return ctx.Err()
 	}

@@ -34,7 +34,8 @@ type Host struct {
 	procs   map[int]*Proc
 	calls   map[string]int
 	vias    map[int][]reader.Via
-	release chan struct{}
+	release chan struct{} // closed by Unblock
+	unblock sync.Once
 	entries []procfs.PidEntry
 	listErr error
 	access  error
@@ -78,8 +79,6 @@ func NewHost() *Host {
 
 // Add adds a process without a context.
 func (h *Host) Add(pid int) *Proc {
-	h.mu.Lock()
-	defer h.mu.Unlock()
 	p := &Proc{
 		Start: uint64(1000 + pid),
 		Ino:   uint64(pid)*10 + 1,
@@ -88,7 +87,7 @@ func (h *Host) Add(pid int) *Proc {
 		Exe:   fmt.Sprintf("proc-%d", pid),
 		NSpid: []int{pid},
 	}
-	h.procs[pid] = p
+	h.with(func() { h.procs[pid] = p })
 	return p
 }
 
@@ -102,16 +101,15 @@ func (h *Host) Publish(pid int, service string) {
 
 // PublishResource makes pid publish res (a copy), a new version each call.
 func (h *Host) PublishResource(pid int, res pcommon.Map) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	p := h.procs[pid]
-	ts := uint64(1)
-	if p.Ctx != nil {
-		ts = p.Ctx.PublishedAt + 1
-	}
 	c := pcommon.NewMap()
 	res.CopyTo(c)
-	p.Ctx = &otep.Context{PublishedAt: ts, Resource: c, Attributes: pcommon.NewMap()}
+	h.Set(pid, func(p *Proc) {
+		ts := uint64(1)
+		if p.Ctx != nil {
+			ts = p.Ctx.PublishedAt + 1
+		}
+		p.Ctx = &otep.Context{PublishedAt: ts, Resource: c, Attributes: pcommon.NewMap()}
+	})
 }
 
 // Unpublish removes pid's context.
@@ -160,48 +158,34 @@ func (h *Host) Vias(pid int) []reader.Via {
 }
 
 // ResetCounts forgets the calls so far.
-func (h *Host) ResetCounts() {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	clear(h.calls)
-	clear(h.vias)
-}
+func (h *Host) ResetCounts() { h.with(func() { clear(h.calls); clear(h.vias) }) }
 
 // Unblock releases every blocked read, for good.
-func (h *Host) Unblock() {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	select {
-	case <-h.release:
-	default:
-		close(h.release)
-	}
-}
+func (h *Host) Unblock() { h.unblock.Do(func() { close(h.release) }) }
 
-// enter counts a call and returns a copy of the process, after blocking when the
-// method is to block. The process is looked up again after the block: it
-// may have exited meanwhile.
-func (h *Host) enter(method string, pid int) (*Proc, error) {
+// enter counts a call of method and returns what answer says of the
+// process, after blocking when the method is to block. The process is
+// looked up again after the block: it may have exited meanwhile. answer
+// runs under the host's lock: the test may change the process meanwhile.
+func enter[T any](h *Host, method string, pid int, answer func(*Proc) (T, error)) (res T, err error) {
 	h.mu.Lock()
 	h.calls[method]++
 	p := h.procs[pid]
 	block := p != nil && p.Block == method
-	release := h.release
 	h.mu.Unlock()
 	if block {
-		<-release
+		<-h.release
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	p = h.procs[pid]
 	if p == nil {
-		return nil, fmt.Errorf("pid %d: %w", pid, procfs.ErrProcessGone)
+		return res, fmt.Errorf("pid %d: %w", pid, procfs.ErrProcessGone)
 	}
 	if err := p.Errs[method]; err != nil {
-		return nil, err
+		return res, err
 	}
-	cp := *p // the test may change p meanwhile
-	return &cp, nil
+	return answer(p)
 }
 
 // ListPids implements tracker.Host.
@@ -222,45 +206,41 @@ func (h *Host) ListPids() ([]procfs.PidEntry, error) {
 
 // Stat implements tracker.Host.
 func (h *Host) Stat(pid int) (procfs.Stat, error) {
-	p, err := h.enter(MethodStart, pid)
-	if err != nil {
-		return procfs.Stat{}, err
-	}
-	age := p.Age
-	if age == 0 {
-		age = time.Hour
-	}
-	return procfs.Stat{StartTicks: p.Start, KernelThread: p.Kernel, Age: age}, nil
+	return enter(h, MethodStart, pid, func(p *Proc) (procfs.Stat, error) {
+		age := p.Age
+		if age == 0 {
+			age = time.Hour
+		}
+		return procfs.Stat{StartTicks: p.Start, KernelThread: p.Kernel, Age: age}, nil
+	})
 }
 
 // FindMapping implements tracker.Host.
 func (h *Host) FindMapping(pid int) (otep.Mapping, error) {
-	p, err := h.enter(MethodMaps, pid)
-	if err != nil {
-		return otep.Mapping{}, err
-	}
-	if p.Ctx == nil {
-		return otep.Mapping{}, fmt.Errorf("pid %d: %w", pid, otep.ErrNoContext)
-	}
-	return otep.Mapping{Start: p.Addr, End: p.Addr + 4096, Name: otep.MappingMemfd}, nil
+	return enter(h, MethodMaps, pid, func(p *Proc) (otep.Mapping, error) {
+		if p.Ctx == nil {
+			return otep.Mapping{}, fmt.Errorf("pid %d: %w", pid, otep.ErrNoContext)
+		}
+		return otep.Mapping{Start: p.Addr, End: p.Addr + 4096, Name: otep.MappingMemfd}, nil
+	})
 }
 
 // ReadContext implements tracker.Host.
 func (h *Host) ReadContext(pid int, addr, last uint64, via reader.Via) (otep.Context, bool, error) {
-	h.mu.Lock()
-	h.vias[pid] = append(h.vias[pid], via)
-	h.mu.Unlock()
-	p, err := h.enter(MethodRead, pid)
-	if err != nil {
+	h.with(func() { h.vias[pid] = append(h.vias[pid], via) })
+	ctx, err := enter(h, MethodRead, pid, func(p *Proc) (*otep.Context, error) {
+		if p.Ctx == nil || addr != p.Addr {
+			return nil, fmt.Errorf("header of pid %d: mapping gone: %w", pid, otep.ErrNoContext)
+		}
+		if last != 0 && last == p.Ctx.PublishedAt {
+			return nil, nil // unchanged
+		}
+		return p.Ctx, nil
+	})
+	if ctx == nil {
 		return otep.Context{}, false, err
 	}
-	if p.Ctx == nil || addr != p.Addr {
-		return otep.Context{}, false, fmt.Errorf("header of pid %d: mapping gone: %w", pid, otep.ErrNoContext)
-	}
-	if last != 0 && last == p.Ctx.PublishedAt {
-		return otep.Context{}, false, nil
-	}
-	return *p.Ctx, true, nil
+	return *ctx, true, nil
 }
 
 // SetEnv gives pid the SDK variables OTEL_SERVICE_NAME = service (when
@@ -274,21 +254,15 @@ func (h *Host) SetEnv(pid int, service, attrs string) {
 
 // Environment implements tracker.Host.
 func (h *Host) Environment(pid int) (sdkenv.Vars, error) {
-	p, err := h.enter(MethodEnviron, pid)
-	if err != nil {
-		return sdkenv.Vars{}, err
-	}
-	return p.Env, nil
+	return enter(h, MethodEnviron, pid, func(p *Proc) (sdkenv.Vars, error) { return p.Env, nil })
 }
 
 // Identity implements tracker.Host.
 func (h *Host) Identity(pid int) (procfs.Identity, error) {
-	p, err := h.enter(MethodIdentity, pid)
-	if err != nil {
-		return procfs.Identity{}, err
-	}
-	return procfs.Identity{PID: pid, StartTicks: p.Start, ExecutableName: p.Exe,
-		ContainerID: p.ContainerID, PodUID: p.PodUID, NSpid: append([]int(nil), p.NSpid...), UID: -1}, nil
+	return enter(h, MethodIdentity, pid, func(p *Proc) (procfs.Identity, error) {
+		return procfs.Identity{PID: pid, StartTicks: p.Start, ExecutableName: p.Exe,
+			ContainerID: p.ContainerID, PodUID: p.PodUID, NSpid: append([]int(nil), p.NSpid...), UID: -1}, nil
+	})
 }
 
 // Executable implements tracker.Host.

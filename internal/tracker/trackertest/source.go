@@ -15,8 +15,10 @@ type Source struct {
 	failed  chan error
 	once    sync.Once
 
+	// notify is set by Run before it closes started.
+	notify func(tracker.Event)
+
 	mu      sync.Mutex
-	notify  func(tracker.Event)
 	tracked map[int]uint64
 }
 
@@ -36,9 +38,7 @@ func (s *Source) Sources() tracker.Sources { return s.sources }
 
 // Run implements tracker.EventSource.
 func (s *Source) Run(notify func(tracker.Event)) error {
-	s.mu.Lock()
 	s.notify = notify
-	s.mu.Unlock()
 	close(s.started)
 	select {
 	case <-s.closed:
@@ -57,10 +57,7 @@ func (s *Source) Close() error {
 // Send delivers ev, once the tracker runs the source.
 func (s *Source) Send(ev tracker.Event) {
 	<-s.started
-	s.mu.Lock()
-	notify := s.notify
-	s.mu.Unlock()
-	notify(ev)
+	s.notify(ev)
 }
 
 // Fail makes Run return err, as a source that broke.
