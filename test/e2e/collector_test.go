@@ -1,8 +1,6 @@
 package e2e
 
 import (
-	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -19,16 +17,6 @@ func collectorBinary(t testing.TB) string {
 		t.Fatalf("%s is missing: run `make build` (make test does)", path)
 	}
 	return path
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // collector is a running collector; its Output, Stop and the rest are
@@ -66,25 +54,6 @@ func startCollector(t testing.TB, config string, wrap ...string) *collector {
 	return pubtest.StartCollector(t, args)
 }
 
-// exportingTo is the configuration of an otlp_grpc exporter to the test
-// server, flushing quickly, and of a service without internal metrics.
-func exportingTo(server string) string {
-	return fmt.Sprintf(`
-exporters:
-  otlp_grpc:
-    endpoint: %s
-    tls:
-      insecure: true
-    sending_queue:
-      batch:
-        flush_timeout: 50ms
-service:
-  telemetry:
-    metrics:
-      level: none
-`, server)
-}
-
 // entitiesConfig sends the receiver's entity events to the test server.
 func entitiesConfig(server string) string {
 	return `
@@ -94,7 +63,7 @@ extensions:
     rescan_interval: 1s
 receivers:
   process_context:
-` + exportingTo(server) + `  extensions: [process_context]
+` + pubtest.ExportingTo(server) + `  extensions: [process_context]
   pipelines:
     logs/entities:
       receivers: [process_context]

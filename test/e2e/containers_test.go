@@ -161,7 +161,7 @@ receivers:
         endpoint: 127.0.0.1:%d
 processors:
   process_context:
-`, rootPath, otlpPort) + exportingTo(server) + `  extensions: [process_context]
+`, rootPath, otlpPort) + pubtest.ExportingTo(server) + `  extensions: [process_context]
   pipelines:
     logs/entities:
       receivers: [process_context]
@@ -202,7 +202,7 @@ func serviceOfBody(t *testing.T, s *otlpServer, body string) any {
 func TestPublisherInAContainer(t *testing.T) {
 	pub := startContainerizedPublisher(t, publisherImage(t), "in-a-container")
 	server := startOTLPServer(t)
-	port := freePort(t)
+	port := pubtest.FreePort(t)
 	startCollector(t, containersConfig("/", port, server.addr))
 
 	events := waitEntityEvents(t, server, pub.hostPid, 1)
@@ -240,7 +240,7 @@ func TestCollectorInAContainer(t *testing.T) {
 	} {
 		t.Run(mode.name, func(t *testing.T) {
 			server := startOTLPServer(t)
-			port := freePort(t)
+			port := pubtest.FreePort(t)
 			dir := t.TempDir()
 			require.NoError(t, os.Chmod(dir, 0o755))
 			cfg := filepath.Join(dir, "config.yaml")

@@ -29,7 +29,7 @@ extensions:
     collection_interval: 200ms
 receivers:
   process_context:
-` + exportingTo(server.addr) + `  extensions: [process_context]
+` + pubtest.ExportingTo(server.addr) + `  extensions: [process_context]
   pipelines:
     logs/entities:
       receivers: [process_context]

@@ -177,7 +177,7 @@ func TestDefaultConfigShowsEveryPublisher(t *testing.T) {
 	config := string(cfg)
 	for _, port := range []string{"4317", "4318", "13133"} {
 		require.Contains(t, config, "127.0.0.1:"+port)
-		config = strings.ReplaceAll(config, "127.0.0.1:"+port, fmt.Sprintf("127.0.0.1:%d", freePort(t)))
+		config = strings.ReplaceAll(config, "127.0.0.1:"+port, fmt.Sprintf("127.0.0.1:%d", pubtest.FreePort(t)))
 	}
 	col := startCollector(t, config)
 	cpub := pubtest.Binary(t, pubtest.C)

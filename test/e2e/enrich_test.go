@@ -34,7 +34,7 @@ receivers:
         endpoint: 127.0.0.1:%d
 processors:
   process_context:
-`, otlpPort) + exportingTo(server) + `  extensions: [process_context]
+`, otlpPort) + pubtest.ExportingTo(server) + `  extensions: [process_context]
   pipelines:
     logs:
       receivers: [otlp]
@@ -73,7 +73,7 @@ func dial(t *testing.T, port int) *grpc.ClientConn {
 
 func TestEnrichmentThroughTheCollector(t *testing.T) {
 	server := startOTLPServer(t)
-	port := freePort(t)
+	port := pubtest.FreePort(t)
 	// Published before the collector starts: its first scan knows them.
 	// (Telemetry sent within a millisecond of a publish can beat the
 	// publication event to the tracker and pass through unenriched.)

@@ -93,7 +93,7 @@ func TestEnvironmentIdentityThroughTheCollector(t *testing.T) {
 	both.Publish(otep.EncodeStrings(map[string]string{"service.name": "context-wins"}))
 
 	server := startOTLPServer(t)
-	otlpPort, promPort := freePort(t), freePort(t)
+	otlpPort, promPort := pubtest.FreePort(t), pubtest.FreePort(t)
 	c := startCollector(t, environmentConfig(t, otlpPort, promPort, server.addr))
 
 	// Started after: found from its exec, then it execs into a program
@@ -279,7 +279,7 @@ func TestEnvironmentIdentityInAContainer(t *testing.T) {
 	id, hostPid := fields[0], fields[1]
 
 	server := startOTLPServer(t)
-	cfg := containersConfig("/", freePort(t), server.addr)
+	cfg := containersConfig("/", pubtest.FreePort(t), server.addr)
 	const receiver = "receivers:\n  process_context:\n"
 	require.Contains(t, cfg, receiver)
 	cfg = strings.Replace(cfg, receiver, receiver+"    entity_event_format: spec\n", 1)

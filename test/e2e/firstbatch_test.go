@@ -173,7 +173,7 @@ func TestFirstBatchIsEnriched(t *testing.T) {
 func testFirstBatch(t *testing.T, mode, extensionKeys string) {
 	rec := &firstBatchRecorder{states: map[int64][]arrived{}, batches: map[string]arrived{}}
 	server := startObservingServer(t, rec.onLogs, nil)
-	otlpPort, promPort := freePort(t), freePort(t)
+	otlpPort, promPort := pubtest.FreePort(t), pubtest.FreePort(t)
 	cfg := environmentConfig(t, otlpPort, promPort, server)
 	const ext = "extensions:\n  process_context:\n"
 	require.True(t, strings.HasPrefix(strings.TrimLeft(cfg, "\n"), ext), "environmentConfig changed:\n%s", cfg)

@@ -79,7 +79,7 @@ func TestLatePublisherAtDefaults(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			server := startOTLPServer(t)
-			col := startCollector(t, minimalConfig(tc.settings, exportingTo(server.addr)))
+			col := startCollector(t, minimalConfig(tc.settings, pubtest.ExportingTo(server.addr)))
 			src := publicationSource(col.Output.String())
 			t.Logf("publication events: %s", src)
 			events := strings.HasPrefix(src, "eBPF ")

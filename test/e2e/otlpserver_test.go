@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"net"
 	"sync"
 	"testing"
 
@@ -12,9 +11,12 @@ import (
 	"go.opentelemetry.io/collector/pdata/pprofile/pprofileotlp"
 	"google.golang.org/grpc"
 	_ "google.golang.org/grpc/encoding/gzip" // the collector's exporters compress
+
+	"github.com/processctx/otelcol-processctx/internal/pubtest"
 )
 
-// otlpServer is an OTLP/gRPC server on loopback that keeps what it gets.
+// otlpServer is an OTLP/gRPC server on loopback (pubtest.ServeGRPC) that
+// keeps what it gets.
 type otlpServer struct {
 	plogotlp.UnimplementedGRPCServer
 	addr string
@@ -36,16 +38,11 @@ type profilesService struct {
 
 func startOTLPServer(t *testing.T) *otlpServer {
 	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &otlpServer{addr: lis.Addr().String()}
+	s := &otlpServer{}
 	g := grpc.NewServer()
 	plogotlp.RegisterGRPCServer(g, s)
 	pprofileotlp.RegisterGRPCServer(g, &profilesService{s: s})
-	go func() { _ = g.Serve(lis) }()
-	t.Cleanup(g.Stop)
+	s.addr = pubtest.ServeGRPC(t, g)
 	return s
 }
 
@@ -113,16 +110,10 @@ type observingProfiles struct {
 // startObservingServer starts an observingServer and returns its address.
 func startObservingServer(t *testing.T, onLogs func(plog.Logs), onProfiles func(pprofile.Profiles)) string {
 	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	g := grpc.NewServer()
 	plogotlp.RegisterGRPCServer(g, &observingServer{onLogs: onLogs})
 	pprofileotlp.RegisterGRPCServer(g, &observingProfiles{onProfiles: onProfiles})
-	go func() { _ = g.Serve(lis) }()
-	t.Cleanup(g.Stop)
-	return lis.Addr().String()
+	return pubtest.ServeGRPC(t, g)
 }
 
 func (s *observingServer) Export(_ context.Context, req plogotlp.ExportRequest) (plogotlp.ExportResponse, error) {

@@ -34,7 +34,7 @@ func recipe(t *testing.T, name string, addrs ...string) (config string, moved ma
 	for _, addr := range addrs {
 		require.Contains(t, config, addr, "%s.yaml listens on %s", name, addr)
 		host, _, _ := strings.Cut(addr, ":")
-		moved[addr] = fmt.Sprintf("%s:%d", host, freePort(t))
+		moved[addr] = fmt.Sprintf("%s:%d", host, pubtest.FreePort(t))
 		config = strings.ReplaceAll(config, addr, moved[addr])
 	}
 	return config, moved

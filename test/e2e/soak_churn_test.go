@@ -139,7 +139,7 @@ func TestSoakChurn(t *testing.T) {
 	idle := startIdle(t, p.idle)
 	events := newEntityLedger()
 	server := startObservingServer(t, events.observe, nil)
-	prom := freePort(t)
+	prom := pubtest.FreePort(t)
 	col := startCollector(t, churnConfig(t, server, prom, p.grace))
 	pid := col.Cmd.Process.Pid
 	sampleEvery := 5 * time.Second

@@ -294,8 +294,8 @@ func newLoadRun(t *testing.T, p soakParams, stable int) *loadRun {
 		r.ledger.observeLogs(ld)
 		r.entities.observe(ld)
 	}, r.ledger.observeProfiles)
-	r.ports = [numPipes]int{freePort(t), freePort(t)}
-	r.prom = freePort(t)
+	r.ports = [numPipes]int{pubtest.FreePort(t), pubtest.FreePort(t)}
+	r.prom = pubtest.FreePort(t)
 	r.pool.idle = startIdle(t, 10)
 	for i := range stable {
 		pb, err := r.pubs.start(fmt.Sprintf("load-stable-%d", i), 0)

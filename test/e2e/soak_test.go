@@ -95,17 +95,17 @@ func soakSummary(t *testing.T, title string, rows [][2]string) {
 	t.Log(b.String())
 }
 
-// soakExporting is exportingTo(server) with internal metrics on a
+// soakExporting is pubtest.ExportingTo(server) with internal metrics on a
 // Prometheus pull reader at 127.0.0.1:promPort (level normal) instead of
 // none, more service keys (extra: indented as service's), and, unless
 // queue, the exporter's sending queue disabled.
 func soakExporting(t *testing.T, server string, promPort int, queue bool, extra string) string {
 	t.Helper()
-	cfg := exportingTo(server)
+	cfg := pubtest.ExportingTo(server)
 	const queued, unqueued = "    sending_queue:\n      batch:\n        flush_timeout: 50ms\n", "    sending_queue:\n      enabled: false\n"
 	const noMetrics = "    metrics:\n      level: none\n"
 	if !strings.Contains(cfg, queued) || !strings.Contains(cfg, noMetrics) {
-		t.Fatalf("exportingTo changed: soakExporting cannot adapt it:\n%s", cfg)
+		t.Fatalf("pubtest.ExportingTo changed: soakExporting cannot adapt it:\n%s", cfg)
 	}
 	if !queue {
 		cfg = strings.Replace(cfg, queued, unqueued, 1)

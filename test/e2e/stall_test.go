@@ -33,7 +33,7 @@ receivers:
         endpoint: 127.0.0.1:%d
 processors:
   process_context:
-`, otlpPort) + exportingTo(server) + `  extensions: [process_context]
+`, otlpPort) + pubtest.ExportingTo(server) + `  extensions: [process_context]
   pipelines:
     logs/entities:
       receivers: [process_context]
@@ -84,7 +84,7 @@ func TestStuckProcessesThroughTheCollector(t *testing.T) {
 	good := otep.EncodeStrings(map[string]string{"service.name": "on-time"})
 
 	server := startOTLPServer(t)
-	port := freePort(t)
+	port := pubtest.FreePort(t)
 	col := startCollector(t, sharedConfig(port, server.addr))
 	// The stopped publisher is read like any other.
 	waitEntityEvents(t, server, stopped.Pid, 1)

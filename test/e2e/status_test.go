@@ -122,8 +122,8 @@ func TestStatusInTheHealthCheck(t *testing.T) {
 	t.Run("procfs unmounted and mounted again", func(t *testing.T) {
 		root := pubtest.MountProc(t, 0)
 		proc := filepath.Join(root, "proc")
-		port := freePort(t)
-		col := startCollector(t, statusConfig(root, port, freePort(t)))
+		port := pubtest.FreePort(t)
+		col := startCollector(t, statusConfig(root, port, pubtest.FreePort(t)))
 		waitStatuses(t, col, port, "StatusOK", "")
 
 		require.NoError(t, unix.Unmount(proc, unix.MNT_DETACH))
@@ -137,8 +137,8 @@ func TestStatusInTheHealthCheck(t *testing.T) {
 	t.Run("without CAP_SYS_PTRACE", func(t *testing.T) {
 		setpriv, err := exec.LookPath("setpriv")
 		require.NoError(t, err, "setpriv (util-linux) runs the collector as another user")
-		port := freePort(t)
-		col := startCollector(t, statusConfig("/", port, freePort(t)), setpriv,
+		port := pubtest.FreePort(t)
+		col := startCollector(t, statusConfig("/", port, pubtest.FreePort(t)), setpriv,
 			"--reuid=65534", "--regid=65534", "--clear-groups")
 		waitStatuses(t, col, port, "StatusRecoverableError", "lacks CAP_SYS_PTRACE")
 		col.Stop(t)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -57,9 +56,11 @@ func TestCollectorAtDefaults(t *testing.T) {
 	publishBound := boundFromEnv(t, publishBoundEnv, 2*time.Second)
 	exitBound := boundFromEnv(t, exitBoundEnv, 2*time.Second)
 
-	rec := &recorder{}
-	server := startServer(t, rec)
-	otlpPort := freePort(t)
+	rec := newRecorder()
+	g := grpc.NewServer()
+	plogotlp.RegisterGRPCServer(g, rec)
+	server := pubtest.ServeGRPC(t, g)
+	otlpPort := pubtest.FreePort(t)
 	cfgPath := filepath.Join(t.TempDir(), "config.yaml")
 	if err := os.WriteFile(cfgPath, []byte(defaultConfig(otlpPort, server)), 0o644); err != nil {
 		t.Fatal(err)
@@ -162,8 +163,9 @@ func boundFromEnv(t *testing.T, env string, def time.Duration) time.Duration {
 }
 
 // defaultConfig is config.yaml's components at their defaults, exporting
-// to the test's server instead of the debug exporter (a short batch flush:
-// the latencies measured are the tracker's, not the exporter's).
+// to the test's server instead of the debug exporter (pubtest.ExportingTo:
+// a short batch flush, the latencies measured are the tracker's, not the
+// exporter's).
 func defaultConfig(otlpPort int, server string) string {
 	return fmt.Sprintf(`
 extensions:
@@ -175,20 +177,7 @@ receivers:
       grpc:
         endpoint: 127.0.0.1:%d
 processors:
-  process_context:
-exporters:
-  otlp_grpc:
-    endpoint: %s
-    tls:
-      insecure: true
-    sending_queue:
-      batch:
-        flush_timeout: 50ms
-service:
-  telemetry:
-    metrics:
-      level: none
-  extensions: [process_context]
+  process_context:`, otlpPort) + pubtest.ExportingTo(server) + `  extensions: [process_context]
   pipelines:
     logs/entities:
       receivers: [process_context]
@@ -197,7 +186,7 @@ service:
       receivers: [otlp]
       processors: [process_context]
       exporters: [otlp_grpc]
-`, otlpPort, server)
+`
 }
 
 // discovery returns the process and publication event sources of the
@@ -219,15 +208,6 @@ func discovery(t *testing.T, output string) (process, publication string) {
 	}
 	t.Fatalf("no discovery line in the collector's output:\n%s", output)
 	return "", ""
-}
-
-func freePort(t *testing.T) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 func sendLog(conn *grpc.ClientConn, pid int, body string) error {
@@ -261,18 +241,8 @@ type entityEvent struct {
 	version string
 }
 
-func startServer(t *testing.T, r *recorder) string {
-	r.batches = map[string]map[string]any{}
-	r.changed = make(chan struct{})
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := grpc.NewServer()
-	plogotlp.RegisterGRPCServer(g, r)
-	go func() { _ = g.Serve(lis) }()
-	t.Cleanup(g.Stop)
-	return lis.Addr().String()
+func newRecorder() *recorder {
+	return &recorder{batches: map[string]map[string]any{}, changed: make(chan struct{})}
 }
 
 func (r *recorder) Export(_ context.Context, req plogotlp.ExportRequest) (plogotlp.ExportResponse, error) {
