@@ -28,8 +28,9 @@ const statBufSize = 1024
 // path of a scan: one open, read and close into a stack buffer, no allocation
 // (unless the procfs path is very long).
 func (fs *FS) StartTime(pid int) (uint64, error) {
-	st, err := fs.Stat(pid)
-	return st.StartTicks, err
+	var buf [statBufSize]byte
+	st, err := fs.statFields(pid, &buf) // not Stat: no clock read for an Age unused
+	return st.start, err
 }
 
 // Stat is what the tracker reads of a process it sees for the first time.
