@@ -10,8 +10,22 @@ GOLANGCI  := github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
 BUILDER   := $(GOBIN)/builder
 BUILDER_VERSION := v0.165.0
 COLLECTOR := $(BIN)/otelcol-processctx
-# The collector's OCI image (make image; Containerfile).
-IMAGE     ?= localhost/otelcol-processctx:0.1.0
+INSTALL_GOLANGCI = test -x $(GOBIN)/golangci-lint || { echo "Installing golangci-lint..."; $(GO) install $(GOLANGCI); }
+INSTALL_BUILDER  = test -x $(BUILDER) || { echo "Installing ocb (builder $(BUILDER_VERSION))..."; $(GO) install go.opentelemetry.io/collector/cmd/builder@$(BUILDER_VERSION); }
+# The distribution's version: builder-config.yaml's dist.version, which
+# the collector reports (--version) and the image is tagged with.
+VERSION   ?= $(shell awk '/^dist:/ {d = 1; next} /^[^ \t\#]/ {d = 0} d && $$1 == "version:" {print $$2}' builder-config.yaml)
+# The collector's OCI image (make image; Containerfile), named for the
+# registry it is meant for: make image REGISTRY=registry.example.com/team.
+REGISTRY  ?= localhost
+IMAGE     ?= $(REGISTRY)/otelcol-processctx:$(VERSION)
+# The commit the image is built from (its org.opencontainers.image.revision),
+# -dirty when the work tree differs from it.
+REVISION  ?= $(shell git rev-parse HEAD 2>/dev/null)$(shell test -n "$$(git status --porcelain 2>/dev/null)" && echo -dirty)
+# The collector binary the image carries (make release: its own build).
+IMAGE_COLLECTOR ?= $(COLLECTOR)
+# Where make release writes (docs/contributing.md, "Releasing").
+RELEASE_DIR ?= _build/release/$(VERSION)
 GO_SOURCES := $(shell find . -name '*.go' -not -path './_build/*') go.mod go.sum
 
 # package:target pairs of every Go fuzz target
@@ -31,7 +45,7 @@ MDATAGEN  := $(BIN)/mdatagen
 # Every component and package with a metadata.yaml (mdatagen's own are not).
 METADATA  := $(shell find . -name metadata.yaml -not -path './tools/*' -not -path './_build/*' | sort)
 
-.PHONY: all build tools image run test unit fuzz-smoke bench-check fuzz bench soak kernel-test lint clean generate check-generated
+.PHONY: all build tools tools-install image release release-test run test unit fuzz-smoke bench-check fuzz bench soak kernel-test flake lint spdx clean generate check-generated
 
 all: build
 
@@ -39,20 +53,50 @@ all: build
 build: $(COLLECTOR) tools
 
 $(COLLECTOR): builder-config.yaml $(GO_SOURCES)
-	@test -x $(BUILDER) || { echo "Installing ocb (builder $(BUILDER_VERSION))..."; $(GO) install go.opentelemetry.io/collector/cmd/builder@$(BUILDER_VERSION); }
+	@$(INSTALL_BUILDER)
 	@tools/build-collector.sh $(BUILDER) builder-config.yaml
 	@mkdir -p $(BIN)
 	@# A rename, not a copy over: a running collector keeps its binary.
 	cp _build/otelcol-processctx $(COLLECTOR).new && mv -f $(COLLECTOR).new $(COLLECTOR)
 
-# The OCI image: the static collector and the image's default config, from
-# scratch, with podman (no registry needed). The context is a staging
-# directory holding just what the Containerfile copies.
+# The OCI image: the static collector, the image's default config and the
+# build host's journalctl with its libraries (for the journald receiver),
+# from scratch, with podman (no registry needed), for this host's
+# architecture; the licenses in /licenses (journalctl's and its libraries'
+# in /usr/share/doc), the OCI labels in the Containerfile. The context is a
+# staging directory holding just what the Containerfile copies.
 image: $(COLLECTOR)
-	@rm -rf _image && mkdir -p _image
-	cp $(COLLECTOR) deploy/container/config.yaml _image/
+	@rm -rf _image && mkdir -p _image/rootfs/licenses
+	cp $(IMAGE_COLLECTOR) _image/otelcol-processctx
+	cp deploy/container/config.yaml _image/
 	cp /etc/ssl/certs/ca-certificates.crt _image/
-	podman build --quiet --tag $(IMAGE) --file Containerfile _image
+	cp -r LICENSE LICENSES _image/rootfs/licenses/
+	tools/stage-journalctl.sh _image/rootfs
+	podman build --quiet --tag $(IMAGE) --build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) --file Containerfile _image
+
+# A release (docs/contributing.md, "Releasing"): the collector, ctxdump
+# and ctxpublisher for linux/amd64 and linux/arm64 in one archive each,
+# the image tagged IMAGE and saved as an OCI archive, SHA256SUMS and the
+# release notes from CHANGELOG.md, in RELEASE_DIR. VERSION must be given, and be
+# builder-config.yaml's dist.version.
+release:
+ifeq ($(origin VERSION),file)
+	$(error make release needs the version: make release VERSION=x.y.z)
+endif
+	@GO="$(GO)" MAKE="$(MAKE)" VERSION="$(VERSION)" IMAGE="$(IMAGE)" RELEASE_DIR="$(RELEASE_DIR)" tools/release.sh
+
+# The release test (test/release): make release into a temporary
+# directory, then its archives, checksums, binaries and image checked. It
+# builds the collector for two architectures: about 40 s with Go's build
+# cache warm for both, about 6 minutes when arm64's is cold (2 cores;
+# docs/contributing.md). Not part of test.
+release-test:
+	PROCESSCTX_RELEASE_TEST=1 $(GO) test -count=1 -run '^TestRelease$$' -timeout 40m -v ./test/release
+
+# The value of a variable, for tests that need what the Makefile says
+# (make -s print-IMAGE).
+print-%:
+	@echo '$($*)'
 
 tools:
 	$(GO) build -o $(BIN)/ctxpublisher ./cmd/ctxpublisher
@@ -67,14 +111,19 @@ run: build
 
 # Everything: unit and integration tests with real publisher processes, the
 # end-to-end tests through the built collector, a fuzz smoke run, and every
-# benchmark once for its own checks.
-test: build image unit fuzz-smoke bench-check
+# benchmark once for its own checks. The tests and the fuzz smoke run side
+# by side (the tests mostly wait on processes; the fuzzers compile and
+# compute), each's output whole when it ends; the benchmarks after them,
+# since they measure CPU and start fleets of their own.
+test: build image
+	@$(MAKE) --no-print-directory -j2 --output-sync=target unit fuzz-smoke
+	@$(MAKE) --no-print-directory bench-check
 
 unit:
 	$(GO) vet ./...
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
-	$(GO) test -count=1 ./...
+	PROCESSCTX_IMAGE=$(IMAGE) $(GO) test -count=1 ./...
 
 # A short run of every fuzz target (the seed corpus also runs in unit): a
 # count of executions, not a duration, which Go 1.26's fuzzing coordinator
@@ -94,17 +143,28 @@ fuzz:
 # failing its own check fails make test. The figures of so short a run mean
 # nothing. The long ones run shorter: BenchmarkStorm 5 s instead of 30 s,
 # BenchmarkHostCost one round of 1,000,000 syscalls instead of five of
-# 10,000,000; neither changes what they check. About 4 minutes.
+# 10,000,000, BenchmarkCollector hosts of 40 and 200 processes with windows
+# of seconds instead of 400 and 4,000 with minutes (about 30 s: it checks
+# what it did, not its figures); none changes what they check. About 4
+# minutes.
 bench-check: build
 	STORM_SECONDS=5 HOSTCOST_ROUNDS=1 HOSTCOST_SYSCALLS=1000000 \
+	COLLECTORBENCH_SIZES=40,200 COLLECTORBENCH_YOUNG=4s COLLECTORBENCH_STEADY=2s COLLECTORBENCH_CHURN=2s \
 	$(GO) test -p 1 -count=1 -run='^$$' -bench=. -benchtime=1x -timeout=20m ./...
 
 bench: build
-	@# One package at a time (-p 1): the receiver's scan benchmark runs a
+	@# One package at a time (-p 1): the tracker's scan benchmark runs a
 	@# fleet of 1,000 processes and measures CPU time; nothing else should
 	@# compete for the cores. BENCHTIME (default 1s) is per benchmark.
-	@# Figures and how to read them: BENCHMARKS.md.
-	$(GO) test -p 1 -count=1 -run='^$$' -bench=. -benchmem -benchtime=$${BENCHTIME:-1s} -timeout=10m ./...
+	@# test/e2e takes the longest: BenchmarkCollector's hosts of 400 and
+	@# 4,000 processes (about 3 minutes each, more while other processes
+	@# keep the host busy) and BenchmarkHostCost.
+	@# The output is kept in _build/bench/bench.txt, and the table of
+	@# current figures at the top of BENCHMARKS.md is written from it
+	@# (tools/figures). How to read them: BENCHMARKS.md.
+	@mkdir -p _build/bench
+	bash -o pipefail -c "$(GO) test -p 1 -count=1 -run='^$$' -bench=. -benchmem -benchtime=$${BENCHTIME:-1s} -timeout=40m ./... 2>&1 | tee _build/bench/bench.txt"
+	$(GO) run ./tools/figures -bench _build/bench/bench.txt -file BENCHMARKS.md
 
 # Soak tests (issue 14), through the built collector, for minutes: churn
 # (50 publishers/s beside 1,000 idle processes, SOAK_CHURN=10m), OTLP load
@@ -115,12 +175,21 @@ bench: build
 soak: build
 	$(GO) test ./test/e2e -run '^TestSoak' -count=1 -timeout 40m -v -args -soak
 
+# Flaky tests (docs/testing.md, "Flaky tests"): the packages of the
+# tracker and the components with -race, FLAKE_COUNT times each, while a
+# busy loop occupies every core, then the tests that failed and how often.
+# FLAKE_RUN narrows it to some tests. About 25 minutes at the defaults.
+FLAKE_COUNT ?= 20
+FLAKE_PKGS  ?= ./internal/tracker/... ./processor/... ./receiver/... ./extension/...
+flake:
+	@GO=$(GO) tools/flake.sh -count $(FLAKE_COUNT) $(if $(FLAKE_RUN),-run '$(FLAKE_RUN)') $(FLAKE_PKGS)
+
 # The kernel matrix (docs/testing.md, "Kernel matrix"): stock Debian
 # kernels booted in qemu (TCG), the kernel-facing tests and the built
 # collector at its defaults inside each; installs qemu and busybox when
 # missing. KERNELS selects kernels by name (default: all of
 # test/kernel/run.sh's matrix); downloads are cached in KERNEL_CACHE.
-# About 7 minutes (4 kernels, 2 cores).
+# About 5 minutes (4 kernels, KERNEL_JOBS=2 booted at once, 2 cores).
 KERNELS      ?=
 KERNEL_CACHE ?= $(HOME)/.cache/processctx-kernels
 kernel-test: $(COLLECTOR)
@@ -144,9 +213,21 @@ check-generated: generate
 	@untracked=$$(git status --porcelain --untracked-files=all | grep '^??' || true); \
 	if [ -n "$$untracked" ]; then echo "make generate wrote files git does not track:"; echo "$$untracked"; exit 1; fi
 
+# The license header of every source file (tools/spdx.sh), then the linters.
 lint:
-	@test -x $(GOBIN)/golangci-lint || $(GO) install $(GOLANGCI)
+	tools/spdx.sh check
+	@$(INSTALL_GOLANGCI)
 	$(GOBIN)/golangci-lint run ./...
 
+# The tools the checks use, compiled once: golangci-lint, ocb's builder and
+# mdatagen (.ci/run compiles them while its packages download).
+tools-install: $(MDATAGEN)
+	@$(INSTALL_GOLANGCI)
+	@$(INSTALL_BUILDER)
+
+# Adds the license header to the source files that lack it (after a merge).
+spdx:
+	tools/spdx.sh add
+
 clean:
-	rm -rf $(BIN) _build
+	rm -rf $(BIN) _build _image

@@ -1,16 +1,42 @@
 package processctxextension
 
 import (
-	"go.opentelemetry.io/collector/component"
+	"errors"
 
+	"go.opentelemetry.io/collector/confmap"
+
+	"github.com/processctx/otelcol-processctx/internal/configkeys"
 	"github.com/processctx/otelcol-processctx/internal/tracker"
 )
 
 // Config is the extension's configuration: its tracker's, one key per
-// setting (tracker.Config documents each; README.md lists them).
-type Config = tracker.Config
+// setting (tracker.Config documents each; README.md lists them). A type of
+// its own, so that its errors name keys, not Go types.
+type Config tracker.Config
 
-func createDefaultConfig() component.Config {
-	cfg := tracker.DefaultConfig()
+var (
+	_ confmap.Unmarshaler = (*Config)(nil)
+	_ confmap.Validator   = (*Config)(nil)
+)
+
+func createDefaultConfig() *Config {
+	cfg := Config(tracker.DefaultConfig())
 	return &cfg
 }
+
+// Unmarshal reads the extension's section; a value of the wrong type is
+// said by its key and the kind of value wanted.
+func (c *Config) Unmarshal(conf *confmap.Conf) error {
+	return configkeys.Decode(conf, (*tracker.Config)(c))
+}
+
+// Validate reports the keys that are no setting (by name, with the one
+// most likely meant) and what the tracker refuses: every setting that is
+// not usable, and a root_path without the host's procfs, with the error
+// start would fail with.
+func (c *Config) Validate() error {
+	return errors.Join(configkeys.Unknown(c, c.Unknown), (*tracker.Config)(c).Validate())
+}
+
+// tracker returns the configuration of the tracker.
+func (c *Config) tracker() tracker.Config { return tracker.Config(*c) }

@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/confmap/confmaptest"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/processctx/otelcol-processctx/extension/processctxextension/internal/metadata"
 	"github.com/processctx/otelcol-processctx/internal/configtest"
@@ -45,7 +46,9 @@ func TestLoadConfig(t *testing.T) {
 		unmarshal string // an error of unmarshaling
 	}{
 		{name: "", want: createDefaultConfig()},
-		{name: "full", want: &full},
+		// Validate reads the filesystem: /hostfs is no procfs here, and
+		// only that is refused, as the extension's start would.
+		{name: "full", want: (*Config)(&full), wantErr: []string{`root_path "/hostfs": procfs at /hostfs/proc: `}},
 		{name: "invalid", wantErr: []string{
 			// The keys as the user wrote them, not the struct's path.
 			`root_path must be an absolute path, got "hostfs"`,
@@ -56,7 +59,8 @@ func TestLoadConfig(t *testing.T) {
 			"grace_period must not be negative, got -1s",
 			"recheck_interval must be positive, got 0s",
 		}},
-		{name: "unknown_key", unmarshal: "has invalid keys: cache"},
+		// By name, not by the Go type that did not take it.
+		{name: "unknown_key", wantErr: []string{`unknown key "cache"`}},
 		{name: "unknown_source", unmarshal: `unknown source "envvars": use "context" or "environment"`},
 	}
 	for _, tt := range tests {
@@ -76,6 +80,10 @@ func TestLoadConfig(t *testing.T) {
 			}
 			if tt.wantErr != nil {
 				assert.NotContains(t, err.Error(), "::")
+				assert.NotContains(t, err.Error(), "Config")
+				if tt.want != nil {
+					assert.Equal(t, tt.want, cfg)
+				}
 				return
 			}
 			require.NoError(t, err)
@@ -122,4 +130,29 @@ func TestDurationFloors(t *testing.T) {
 			require.ErrorContains(t, err, tt.want)
 		})
 	}
+}
+
+// A value of the wrong type is said by its key and the kind of value
+// wanted, never by the Go type that refused it.
+func TestWrongTypes(t *testing.T) {
+	for _, tt := range []struct{ yaml, want string }{
+		{"discovery: [auto]", "'discovery' expected a string, got a list"},
+		{"root_path: 5", "'root_path' expected a string, got a whole number"},
+		{"sources: {context: true}", "'sources' source data must be an array or slice, got map"},
+		{"max_payload_size: -1", "'max_payload_size' cannot read -1 as a whole number, not negative"},
+		{"collection_interval: soon", "'collection_interval' time: invalid duration"},
+	} {
+		t.Run(tt.yaml, func(t *testing.T) {
+			var raw map[string]any
+			require.NoError(t, yaml.Unmarshal([]byte(tt.yaml), &raw))
+			err := confmap.NewFromStringMap(raw).Unmarshal(NewFactory().CreateDefaultConfig())
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tt.want)
+			assert.NotContains(t, err.Error(), "tracker.")
+			assert.NotContains(t, err.Error(), "uint32")
+		})
+	}
+	err := configtest.Validate(t, NewFactory(), "colection_interval: 5s")
+	require.Error(t, err)
+	assert.Equal(t, `unknown key "colection_interval" (did you mean "collection_interval"?)`, err.Error())
 }

@@ -44,7 +44,7 @@ func (e *processContextExtension) Start(ctx context.Context, host component.Host
 		return fmt.Errorf("process_context extension telemetry: %w", err)
 	}
 	scans := newScanTelemetry(tb)
-	tr, err := e.open(*e.cfg, e.settings.Logger, tracker.WithScanStats(scans.record))
+	tr, err := e.open(e.cfg.tracker(), e.settings.Logger, tracker.WithScanStats(scans.record))
 	if err != nil {
 		tb.Shutdown()
 		return err

@@ -45,14 +45,14 @@ func start(t *testing.T, cfg *Config, set extension.Settings) extension.Extensio
 func TestLifecycle(t *testing.T) {
 	f := NewFactory()
 	assert.Equal(t, metadata.Type, f.Type())
-	ext := start(t, createDefaultConfig().(*Config), extensiontest.NewNopSettings(metadata.Type))
+	ext := start(t, createDefaultConfig(), extensiontest.NewNopSettings(metadata.Type))
 	p, ok := ext.(sharedtracker.Provider)
 	require.True(t, ok)
 	assert.NotNil(t, p.ProcessTracker())
 }
 
 func TestStartFailsWithoutProcfs(t *testing.T) {
-	cfg := createDefaultConfig().(*Config)
+	cfg := createDefaultConfig()
 	cfg.RootPath = t.TempDir()
 	ext, err := NewFactory().Create(context.Background(), extensiontest.NewNopSettings(metadata.Type), cfg)
 	require.NoError(t, err)
@@ -63,7 +63,7 @@ func TestStartFailsWithoutProcfs(t *testing.T) {
 func TestRootPath(t *testing.T) {
 	pubtest.RequireRoot(t)
 	t.Run("host procfs bind-mounted at a temporary root", func(t *testing.T) {
-		cfg := createDefaultConfig().(*Config)
+		cfg := createDefaultConfig()
 		cfg.RootPath = pubtest.MountProc(t, 0)
 		tr := start(t, cfg, extensiontest.NewNopSettings(metadata.Type)).(sharedtracker.Provider).ProcessTracker()
 		p := pubtest.Start(t, pubtest.Go, pubtest.Options{})
@@ -75,7 +75,7 @@ func TestRootPath(t *testing.T) {
 		}, 10*time.Second, 10*time.Millisecond)
 	})
 	t.Run("a container's procfs where the host's was meant", func(t *testing.T) {
-		cfg := createDefaultConfig().(*Config)
+		cfg := createDefaultConfig()
 		cfg.RootPath = pubtest.MountProc(t, pubtest.SleepInNewPidNamespace(t))
 		ext, err := NewFactory().Create(context.Background(), extensiontest.NewNopSettings(metadata.Type), cfg)
 		require.NoError(t, err)
@@ -92,7 +92,7 @@ func TestEventTelemetry(t *testing.T) {
 	t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
 	set := extensiontest.NewNopSettings(metadata.Type)
 	set.TelemetrySettings = tel.NewTelemetrySettings()
-	start(t, createDefaultConfig().(*Config), set)
+	start(t, createDefaultConfig(), set)
 	metadatatest.AssertEqualExtensionProcessContextEventDrops(t, tel, []metricdata.DataPoint[int64]{{Value: 0}}, metricdatatest.IgnoreTimestamp())
 	m, err := tel.GetMetric("otelcol_extension_process_context_events_received")
 	require.NoError(t, err)
@@ -102,7 +102,7 @@ func TestEventTelemetry(t *testing.T) {
 // The receiver and the processor of a collector with the extension read
 // the host through its one tracker.
 func TestReceiverAndProcessorShareTheTracker(t *testing.T) {
-	cfg := createDefaultConfig().(*Config)
+	cfg := createDefaultConfig()
 	cfg.CollectionInterval = 100 * time.Millisecond
 	cfg.RescanInterval = 100 * time.Millisecond // the publisher publishes after it started
 	extID := component.NewID(metadata.Type)

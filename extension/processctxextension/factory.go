@@ -12,7 +12,7 @@ import (
 
 // NewFactory returns the factory of the process_context extension.
 func NewFactory() extension.Factory {
-	return extension.NewFactory(metadata.Type, createDefaultConfig, create, metadata.ExtensionStability)
+	return extension.NewFactory(metadata.Type, func() component.Config { return createDefaultConfig() }, create, metadata.ExtensionStability)
 }
 
 func create(_ context.Context, set extension.Settings, cfg component.Config) (extension.Extension, error) {

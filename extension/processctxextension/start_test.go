@@ -82,7 +82,7 @@ func fakeOpen(host *trackertest.Host, src tracker.EventSource) openFunc {
 // sources: none is left running or open.
 func TestFailedStartClosesTheTracker(t *testing.T) {
 	src := &recordingSource{closed: make(chan struct{})}
-	cfg := createDefaultConfig().(*Config)
+	cfg := createDefaultConfig()
 	ext := &processContextExtension{cfg: cfg, settings: refusingSettings(), open: fakeOpen(trackertest.NewHost(), src)}
 	err := ext.Start(context.Background(), host{})
 	require.ErrorContains(t, err, "process_context extension telemetry")
@@ -114,7 +114,7 @@ func openFDs(t *testing.T) map[string]string {
 // netlink socket, eBPF programs and maps, as far as this process may) is
 // closed again.
 func TestFailedStartLeavesNoDescriptorOpen(t *testing.T) {
-	cfg := createDefaultConfig().(*Config)
+	cfg := createDefaultConfig()
 	startFailing := func() {
 		ext, err := NewFactory().Create(context.Background(), refusingSettings(), cfg)
 		require.NoError(t, err)
@@ -150,7 +150,7 @@ func TestScanTelemetry(t *testing.T) {
 	t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
 	set := extensiontest.NewNopSettings(metadata.Type)
 	set.TelemetrySettings = tel.NewTelemetrySettings()
-	cfg := createDefaultConfig().(*Config)
+	cfg := createDefaultConfig()
 	cfg.CollectionInterval = time.Hour // the test drives the scans
 	src := &recordingSource{closed: make(chan struct{})}
 	ext := &processContextExtension{cfg: cfg, settings: set, open: fakeOpen(fake, src)}

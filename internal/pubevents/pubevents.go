@@ -89,23 +89,6 @@ func (m Mechanism) String() string {
 	return "mechanism(" + strconv.Itoa(int(m)) + ")"
 }
 
-// HostCost says what the mechanism costs the host's other processes, as
-// measured on the development VM (BENCHMARKS.md, "Cost to the host"), in
-// words for an operator.
-func (m Mechanism) HostCost() string {
-	switch m {
-	case Fexit:
-		return "a program runs after prctl, memfd_create and munmap only: no other syscall pays anything"
-	case SyscallTracepoints:
-		return "every syscall of every process on the host takes the kernel's slower traced path while it runs: " +
-			"about 30 ns more per syscall on the development VM (a getppid 1.2x–1.3x)"
-	case RawSysExit:
-		return "every syscall of every process on the host runs the program: " +
-			"about 80 ns more per syscall on the development VM (a getppid 1.6x–1.7x)"
-	}
-	return ""
-}
-
 // ParseMechanism returns the mechanism String names.
 func ParseMechanism(name string) (Mechanism, error) {
 	for m := Fexit; m <= RawSysExit; m++ {

@@ -34,32 +34,50 @@ const missing = `the process_context extension runs the collector's process trac
 // extension's ID. It fails when there is none, when id names another kind
 // of extension, and when id is nil and there are several.
 func Find(host component.Host, id *component.ID) (*tracker.Tracker, component.ID, error) {
-	var found []component.ID
-	providers := map[component.ID]Provider{}
+	exts := map[component.ID]Provider{}
+	isProvider := map[component.ID]bool{}
 	for extID, ext := range host.GetExtensions() {
 		p, ok := ext.(Provider)
+		exts[extID], isProvider[extID] = p, ok
+	}
+	found, err := pick(isProvider, id)
+	if err != nil {
+		return nil, found, err
+	}
+	tr := exts[found].ProcessTracker()
+	if tr == nil {
+		return nil, found, fmt.Errorf("tracker: extension %s is not started", found)
+	}
+	return tr, found, nil
+}
+
+// pick chooses among the collector's extensions (each with whether it is a
+// process_context extension) the one id names or, when id is nil, the
+// only process_context extension. Find (at start) and CheckConfig (when
+// the configuration is resolved, in validate too) say the same.
+func pick(exts map[component.ID]bool, id *component.ID) (component.ID, error) {
+	if id != nil {
+		isProvider, ok := exts[*id]
 		switch {
-		case id != nil && extID != *id:
-			continue
-		case !ok && id != nil:
-			return nil, extID, fmt.Errorf("tracker: extension %s is not a process_context extension", extID)
-		case ok:
+		case !ok:
+			return *id, fmt.Errorf("tracker: extension %s is not in service::extensions; %s", id, missing)
+		case !isProvider:
+			return *id, fmt.Errorf("tracker: extension %s is not a process_context extension", id)
+		}
+		return *id, nil
+	}
+	var found []component.ID
+	for extID, isProvider := range exts {
+		if isProvider {
 			found = append(found, extID)
-			providers[extID] = p
 		}
 	}
-	switch {
-	case id != nil && len(found) == 0:
-		return nil, *id, fmt.Errorf("tracker: extension %s is not in service::extensions; %s", id, missing)
-	case len(found) == 0:
-		return nil, component.ID{}, fmt.Errorf("no process_context extension; %s", missing)
-	case len(found) > 1:
-		slices.SortFunc(found, func(a, b component.ID) int { return strings.Compare(a.String(), b.String()) })
-		return nil, component.ID{}, fmt.Errorf("the collector has several process_context extensions (%v): say which with the tracker key", found)
+	switch len(found) {
+	case 0:
+		return component.ID{}, fmt.Errorf("no process_context extension; %s", missing)
+	case 1:
+		return found[0], nil
 	}
-	tr := providers[found[0]].ProcessTracker()
-	if tr == nil {
-		return nil, found[0], fmt.Errorf("tracker: extension %s is not started", found[0])
-	}
-	return tr, found[0], nil
+	slices.SortFunc(found, func(a, b component.ID) int { return strings.Compare(a.String(), b.String()) })
+	return component.ID{}, fmt.Errorf("the collector has several process_context extensions (%v): say which with the tracker key", found)
 }

@@ -5,88 +5,103 @@ import (
 	"slices"
 
 	"go.uber.org/zap"
-
-	"github.com/processctx/otelcol-processctx/internal/otep"
-	"github.com/processctx/otelcol-processctx/internal/reader"
 )
 
 // applyJob applies what a job read: the results of its requests, the
 // stall of the one that did not return, and the rest queued again (or,
 // when no reader could run them, given up until the next scan).
-func (t *Tracker) applyJob(j *job) {
-	t.jobs.out--
-	defer t.recycle(j)
-	each := func(r *request, fn func(*request)) { // a description goes to the reports
-		if r.op == opDescribe {
-			fn = t.described
+func (l *loop) applyJob(j *job) {
+	defer l.pool.back(j)
+	each := func(r *request, fn func(*request)) {
+		switch {
+		case r.taken: // another job reads it (expedite)
+		case r.op == opDescribe: // a description goes to the reports
+			l.applyDescription(r)
+		default:
+			fn(r)
 		}
-		fn(r)
 	}
 	state, n := j.outcome()
 	for i := range n {
-		each(&j.reqs[i], t.apply)
+		each(&j.reqs[i], l.apply)
 	}
 	switch state {
 	case jobStalled:
-		each(&j.reqs[j.stalledAt], t.stalled)
-		if rest := j.reqs[j.stalledAt+1:]; len(rest) > 0 {
-			// Not begun: nothing of them was read.
-			t.enqueue(&job{scan: j.scan, urgent: j.urgent, reqs: slices.Clone(rest)})
+		each(&j.reqs[j.stalledAt], l.quarantine)
+		// Those after it did not begin: nothing of them was read.
+		rest := slices.DeleteFunc(slices.Clone(j.reqs[j.stalledAt+1:]), func(r request) bool { return r.taken })
+		if len(rest) > 0 {
+			l.enqueue(&job{scan: j.scan, urgent: j.urgent, reqs: rest})
 		}
 	case jobNotRun:
 		for i := range j.reqs {
-			each(&j.reqs[i], t.notRun)
+			each(&j.reqs[i], l.closeNotRun)
 		}
 	}
-	t.jobBack(j)
+	if l.scans.back(j) {
+		l.finishScan() // its last job
+	}
 }
 
-// settled notes pid for the next snapshot when what lookups say of p is
-// no longer before (most reads change nothing, and cost no snapshot), and
+// closeRead notes that the read r is no longer out, and returns the
+// process it was for and what lookups answered while it was out; nil when
+// the read is of the past (its process exited or is another incarnation
+// now): the probes waiting for it are done, unless a read of the pid's
+// process of now is out.
+func (l *loop) closeRead(r *request) (*proc, Outcome) {
+	p, was := l.sched.finish(r)
+	if p == nil && !l.sched.reading(r.pid) {
+		l.probes.resolve(r.pid)
+	}
+	return p, was
+}
+
+// settle notes pid for the next snapshot when what lookups answer of p
+// is no longer was (most reads change nothing, and cost no snapshot), and
 // ends the probes waiting for p unless a read of it is out again.
-func (t *Tracker) settled(pid int, p *proc, before Outcome) {
-	if t.planner().lookupOutcome(p, t.clock()) != before {
-		t.touch(pid)
+func (l *loop) settle(pid int, p *proc, was Outcome) {
+	if l.sched.answer(p, l.clock()) != was {
+		l.out.touch(pid)
 	}
-	if p.reading == causeNone {
-		t.probes.resolve(pid)
+	if p.sched.idle() {
+		l.probes.resolve(pid)
 	}
 }
 
-// described hands a description to the reports and marks the processes
+// applyDescription hands a description to the reports and marks the processes
 // they said to be denied for good: the reports leave them out from then
 // on, as long as the pid names that process.
-func (t *Tracker) described(r *request) {
-	for _, pid := range t.reports.described(r) {
-		if p := t.procs[pid]; p != nil {
+func (l *loop) applyDescription(r *request) {
+	forGood, unsaid := l.reports.addDescription(r)
+	for _, pid := range forGood {
+		if p := l.reg.get(pid); p != nil {
 			p.deniedForGood = true
 		}
+	}
+	if unsaid {
+		l.sched.unwarn(deniedWarning)
 	}
 }
 
 // apply updates the process a request read, then plans what follows.
-func (t *Tracker) apply(r *request) {
+func (l *loop) apply(r *request) {
 	o := r.outcome()
-	t.scans.reads[o]++
-	p, before := t.endRead(r)
+	l.scans.count(o)
+	p, was := l.closeRead(r)
 	if p == nil {
 		return
 	}
-	defer t.settled(r.pid, p, before)
+	defer l.settle(r.pid, p, was)
 	if o == OutcomeGone {
-		t.gone(r, p)
+		l.applyGone(r, p)
 		return
 	}
 	if r.op == opDiscover && r.res.start != 0 && p.start != r.res.start {
 		if p.start != 0 {
-			t.newIncarnation(r.pid, p, Exited, r.res.start) // the pid was reused
+			l.newIncarnation(r.pid, p, Exited, r.res.start) // the pid was reused
 		}
 		p.start = r.res.start
-		if e, ok := t.out.ended.byPID[r.pid]; ok && e.p.StartTicks != p.start {
-			// An ended publication of the pid's previous process.
-			delete(t.out.ended.byPID, r.pid)
-			t.out.changed = true
-		}
+		l.out.dropEnded(r.pid, p.start) // an ended publication of the pid's previous process
 	}
 	p.kernel = r.res.kernel
 	switch {
@@ -97,57 +112,58 @@ func (t *Tracker) apply(r *request) {
 		if r.res.envErr != nil {
 			// What the SDK would report; the error names the variable,
 			// never its text.
-			t.log.Debug("Part of a process's SDK environment was discarded", zap.Int("pid", r.pid), zap.Error(r.res.envErr))
+			l.log.Debug("Part of a process's SDK environment was discarded", zap.Int("pid", r.pid), zap.Error(r.res.envErr))
 		}
 	}
 	if o == OutcomeOK || o == OutcomeUnchanged || o == OutcomeNoContext {
-		p.answered()
+		l.sched.release(p)
 	}
 	if p.hasContext() && (r.op == opRefresh || r.op == opDiscover) {
-		t.applyToPublisher(r, p, o)
+		l.applyToPublisher(r, p, o)
 	} else {
-		t.applyToSilent(r, p, o)
+		l.applyToSilent(r, p, o)
 	}
-	t.act(r.pid, p, trigger{kind: onRead, read: r.cause, found: o, discovered: r.op == opDiscover,
+	l.sched.act(r.pid, p, trigger{kind: onRead, read: r.cause, found: o, discovered: r.op == opDiscover,
 		newborn: r.res.newborn, envEmpty: r.env && !r.res.envRead && o == OutcomeNoContext})
-	if r.noMaps && p.reading == causeNone && t.probes.waitsFor(r.pid) {
+	if r.noMaps && p.sched.idle() && l.probes.waitsFor(r.pid) {
 		// A probe waits for what this read did not look at.
-		t.act(r.pid, p, trigger{kind: onProbe})
+		l.sched.act(r.pid, p, trigger{kind: onProbe})
 	}
 }
 
-// gone: the read found the process gone, or the pid naming another one.
-func (t *Tracker) gone(r *request, p *proc) {
-	if err := t.host.CheckProcfs(); err != nil {
+// applyGone: the read found the process gone, or the pid naming another one.
+func (l *loop) applyGone(r *request, p *proc) {
+	if err := l.host.CheckProcfs(); err != nil {
 		// Not gone: the procfs is (an unmounted /hostfs/proc).
-		t.setListed(err)
+		l.reports.noteListing(err)
 		return
 	}
 	if !errors.Is(r.res.err, errPidReused) {
-		t.forget(r.pid, p)
+		l.forget(r.pid, p)
 		return
 	}
 	// The pid was reused before the old process's exit was known (on a
 	// host with pid_max 32768 and churn, its exit event comes late): the
 	// new process is read now, since its events may all have been spent on
 	// the old one.
-	t.newIncarnation(r.pid, p, Exited, 0)
-	t.act(r.pid, p, trigger{kind: onReused})
+	l.newIncarnation(r.pid, p, Exited, 0)
+	l.sched.act(r.pid, p, trigger{kind: onReused})
 }
 
 // applyToPublisher applies a read of a publisher.
-func (t *Tracker) applyToPublisher(r *request, p *proc, o Outcome) {
+func (l *loop) applyToPublisher(r *request, p *proc, o Outcome) {
 	moved := r.res.relocated || r.op == opDiscover
 	switch {
 	case o == OutcomeOK:
-		t.publish(r.pid, p, &r.res)
+		l.publish(r.pid, p, &r.res)
 	case o == OutcomeNoContext && moved:
-		t.endPublication(r.pid, p, Unpublished)
-		p.found, p.lookedAt, p.rechecks = o, t.clock(), 0 // it may publish again soon
-		t.noteRecheck(r.pid, p)
+		l.endPublication(r.pid, p, Unpublished)
+		p.found = o
+		l.sched.noteLook(r.pid, p, true) // it may publish again soon
 	case (o == OutcomeInvalid || o == OutcomeTooLarge) && moved:
-		t.endPublication(r.pid, p, Invalidated)
-		p.found, p.lookedAt, p.rechecks = o, t.clock(), 0
+		l.endPublication(r.pid, p, Invalidated)
+		p.found = o
+		l.sched.noteLook(r.pid, p, true)
 	default:
 		// Unchanged; or torn, denied, an error: the context is kept, and
 		// read again at the next check.
@@ -155,22 +171,19 @@ func (t *Tracker) applyToPublisher(r *request, p *proc, o Outcome) {
 }
 
 // applyToSilent applies a read of a process without a publication.
-func (t *Tracker) applyToSilent(r *request, p *proc, o Outcome) {
-	if !r.noMaps || !t.cfg.uses(SourceContext) {
+func (l *loop) applyToSilent(r *request, p *proc, o Outcome) {
+	if !r.noMaps || !l.cfg.uses(SourceContext) {
 		// A look at what it may publish (a read of its environment alone
 		// is not one while contexts are a source).
-		if p.lookedAt != 0 && p.rechecks < 255 {
-			p.rechecks++
-		}
-		p.lookedAt = t.clock()
-		t.noteRecheck(r.pid, p)
+		l.sched.noteLook(r.pid, p, false)
 	}
 	switch o {
 	case OutcomeOK:
-		t.publish(r.pid, p, &r.res)
+		l.publish(r.pid, p, &r.res)
 	case OutcomeTorn:
 		// Mid-update: look again at the next scan.
-		p.found, p.lookedAt = o, 0
+		p.found = o
+		l.sched.lookSoon(p)
 	default:
 		p.found = o
 	}
@@ -179,7 +192,7 @@ func (t *Tracker) applyToSilent(r *request, p *proc, o Outcome) {
 // publish records an identity read (a context, or the environment of a
 // process without one) and emits its change: Updated when it replaces
 // the other source's.
-func (t *Tracker) publish(pid int, p *proc, res *result) {
+func (l *loop) publish(pid int, p *proc, res *result) {
 	kind := Updated
 	switch {
 	case p.identity == nil:
@@ -187,119 +200,104 @@ func (t *Tracker) publish(pid int, p *proc, res *result) {
 	case p.identity.Source == res.source && p.identity.Addr == res.addr && p.identity.Context.PublishedAt == res.ctx.PublishedAt:
 		return // the same context or environment, read again (a new inode, say)
 	}
-	pub := (&Process{
+	pub := l.out.withViews(&Process{
 		Key:      Key{PID: pid, StartTicks: p.start},
 		Identity: *res.identity,
 		Source:   res.source,
 		Context:  res.ctx,
 		Addr:     res.addr,
-	}).withViews(t.out.views)
-	t.watchUnmap(pid, p, res.source == SourceContext, res.addr)
+	})
+	l.watchUnmap(pid, p, res.source == SourceContext, res.addr)
 	if res.source == SourceContext {
 		p.env = envUnread // read again once the context ends
 	}
-	p.identity, p.found = pub, OutcomeOK
-	t.out.identified[pid] = struct{}{}
+	l.reg.identify(pid, p, pub)
+	p.found = OutcomeOK
 	p.imageAt = max(p.imageAt, res.readAt)
-	delete(t.out.ended.byPID, pid) // a live publication replaces it
-	t.out.changes = append(t.out.changes, Change{Kind: kind, Process: pub})
-	t.out.changed = true
+	l.out.record(kind, pub, 0)
 }
 
-// watchUnmap keeps the count of live publications and tells the event
-// source which context mapping of pid to watch, as p.identity is replaced by a
-// context at addr (is) or by an identity that is not one, or ends (!is).
-func (t *Tracker) watchUnmap(pid int, p *proc, is bool, addr uint64) {
+// watchUnmap tells the event source which context mapping of pid to
+// watch, as p.identity is replaced by a context at addr (is) or by an
+// identity that is not one, or ends (!is).
+func (l *loop) watchUnmap(pid int, p *proc, is bool, addr uint64) {
 	was := p.hasContext()
 	switch {
-	case is && !was:
-		t.out.liveContexts++
-	case was && !is:
-		t.out.liveContexts--
-	}
-	f := t.events.filter
-	switch {
-	case f == nil:
 	case is && (!was || p.identity.Addr != addr):
-		if err := f.Track(pid, addr, otep.HeaderSize); err != nil {
-			t.log.Debug("The event source cannot watch this publication's unmapping", zap.Int("pid", pid), zap.Error(err))
+		if err := l.events.track(pid, addr); err != nil {
+			l.log.Debug("The event source cannot watch this publication's unmapping", zap.Int("pid", pid), zap.Error(err))
 		}
 	case was && !is:
-		_ = f.Untrack(pid) // gone already when the process exited
+		l.events.untrack(pid)
 	}
 }
 
 // endPublication ends p's live publication (or identity from its
 // environment), if any, keeping it for the grace period.
-func (t *Tracker) endPublication(pid int, p *proc, kind ChangeKind) {
+func (l *loop) endPublication(pid int, p *proc, kind ChangeKind) {
 	if p.identity == nil {
 		return
 	}
-	ended := *p.identity
-	ended.EndedAt = t.now()
-	t.watchUnmap(pid, p, false, 0)
-	p.identity, p.found = nil, OutcomeNoContext
-	delete(t.out.identified, pid)
-	t.out.changes = append(t.out.changes, Change{Kind: kind, Process: &ended})
-	t.out.changed = true
-	if t.cfg.GracePeriod > 0 {
-		e := endedPub{pid: pid, p: &ended, until: t.clock() + int64(t.cfg.GracePeriod)}
-		t.out.ended.byPID[pid] = e
-		t.out.ended.queue = append(t.out.ended.queue, endedPub{pid: pid, until: e.until})
+	l.watchUnmap(pid, p, false, 0)
+	ended := *l.reg.unidentify(pid, p)
+	ended.EndedAt = l.now()
+	p.found = OutcomeNoContext
+	until := int64(0)
+	if l.cfg.GracePeriod > 0 {
+		until = l.clock() + int64(l.cfg.GracePeriod)
 	}
+	l.out.record(kind, &ended, until)
 }
 
-// stalled quarantines the process whose read did not return in time.
-func (t *Tracker) stalled(r *request) {
-	t.scans.reads[OutcomeStalled]++
-	defer t.probes.resolve(r.pid)
-	t.endRead(r)
-	p := t.procs[r.pid]
+// quarantine: the read r did not return in time; its process is not read
+// again until its backoff has passed.
+func (l *loop) quarantine(r *request) {
+	l.scans.count(OutcomeStalled)
+	defer l.probes.resolve(r.pid)
+	l.closeRead(r)
+	p := l.reg.get(r.pid)
 	if p == nil {
 		return
 	}
 	// The pid stalls reads, whichever incarnation they were for.
-	if p.stall == nil {
-		p.stall = &stall{}
-	}
-	s := p.stall
-	s.stuck = max(s.stuck, stuckVMReadv)
-	if r.via == reader.ViaMemFile {
-		s.stuck = stuckMemFile
-	}
-	s.strikes = min(s.strikes+1, 16)
-	backoff := t.cfg.QuarantineBackoff << (s.strikes - 1)
-	if limit := quarantineGrowth * t.cfg.QuarantineBackoff; backoff > limit || backoff <= 0 {
-		backoff = limit
-	}
-	s.until = t.clock() + int64(backoff)
+	backoff := l.sched.quarantine(r.pid, p, r.via)
 	if p.identity == nil {
 		p.found = OutcomeStalled
 	}
-	t.act(r.pid, p, trigger{kind: onStall})
-	t.touch(r.pid)
-	t.log.Debug("Read abandoned at its deadline", zap.Int("pid", r.pid),
-		zap.Duration("read_timeout", t.cfg.ReadTimeout), zap.Duration("retry_in", backoff))
+	l.out.touch(r.pid)
+	l.log.Debug("Read abandoned at its deadline", zap.Int("pid", r.pid),
+		zap.Duration("read_timeout", l.cfg.ReadTimeout), zap.Duration("retry_in", backoff))
 }
 
-// released: the abandoned read of pid returned.
-func (t *Tracker) released(pid int) {
-	if p := t.procs[pid]; p != nil && p.stall != nil {
-		p.stall.stuck = notStuck
+// closeNotRun: a request no reader could run; it is tried again when next due.
+func (l *loop) closeNotRun(r *request) {
+	if p, was := l.closeRead(r); p != nil {
+		l.settle(r.pid, p, was)
 	}
 }
 
-// notRun: a request no reader could run; it is tried again when next due.
-func (t *Tracker) notRun(r *request) {
-	if p, before := t.endRead(r); p != nil {
-		t.settled(r.pid, p, before)
-	}
+// newProc records a pid not known before.
+func (l *loop) newProc(pid int) *proc {
+	p := l.reg.add(pid, l.scans.inProgress())
+	l.out.touch(pid)
+	return p
 }
 
-// answered notes that p answered a read: it is no longer quarantined, but
-// its memory is still read through the mem file.
-func (p *proc) answered() {
-	if p.stall != nil {
-		p.stall.until, p.stall.strikes = 0, 0
-	}
+// newIncarnation makes p a new incarnation of its pid, after an exec (the
+// same process with a new image: ended Unpublished) or when the pid names
+// another process (ended Exited). Its publication ends, and reads out or
+// planned for the old incarnation are of the past (a new serial). start
+// is the new incarnation's, 0 when not known yet.
+func (l *loop) newIncarnation(pid int, p *proc, ended ChangeKind, start uint64) {
+	l.endPublication(pid, p, ended)
+	l.reg.renew(p, start, ended == Unpublished)
+	l.out.touch(pid)
+}
+
+// forget drops a process that exited. Lookups of its pid say so (without a
+// read) until a listing or an event names the pid again.
+func (l *loop) forget(pid int, p *proc) {
+	l.endPublication(pid, p, Exited)
+	l.reg.drop(pid)
+	l.out.touch(pid)
 }

@@ -89,6 +89,9 @@ type Config struct {
 	// "the collector". Open gives it to the procfs it opens. Not a YAML
 	// key: commands built on the tracker set it.
 	ReaderName string `mapstructure:"-"`
+	// Unknown holds the keys of the configuration that are none of the
+	// above (typos): the process_context extension's Validate names them.
+	Unknown map[string]any `mapstructure:",remain"`
 }
 
 // DefaultConfig returns the defaults of every setting.
@@ -164,8 +167,21 @@ const (
 	floorWarningInterval   = time.Second
 )
 
-// Validate reports every setting that is not usable, by its key.
+// Validate reports every setting that is not usable, by its key, and a
+// root_path whose proc is not a procfs of the host (with the error Open
+// would fail with): the collector's validate command calls it, and starts
+// nothing. It reads the filesystem of the machine it runs on: validate a
+// container's configuration where its root_path is mounted.
 func (c *Config) Validate() error {
+	if err := c.validateSettings(); err != nil {
+		return err
+	}
+	_, _, err := openRoot(*c)
+	return err
+}
+
+// validateSettings reports every setting that is not usable, by its key.
+func (c *Config) validateSettings() error {
 	var errs []error
 	positive := func(key string, d, least time.Duration) {
 		if d <= 0 {

@@ -6,25 +6,30 @@
 //
 // # How it works
 //
-// One goroutine, the loop (loop.go), owns the state and acts on one thing at
+// Tracker is a handle; one goroutine, the loop (loop.go), does the work
+// over a few parts, each a type that alone touches its fields (the loop's
+// doc lists them, docs/internals.md draws them). It acts on one trigger at
 // a time: a kernel event (events.go: the proc connector's fork, exec and
 // exit; an eBPF program's publish, memfd and unmap of a context), a scan
-// (scan.go: a listing of <root>/proc every Config.CollectionInterval, which
-// finds what no event told), a probe from the processor's telemetry
-// (probe.go), a planned read falling due (plan.go), or a read's
-// result (apply.go). Then it publishes what changed (flush): a new
-// Snapshot, the changes to subscribers, and the probes whose reads are in.
+// (a listing of <root>/proc every Config.CollectionInterval, which finds
+// what no event told), a probe from the processor's telemetry, a planned
+// read falling due, or a read's result (apply.go). Then it publishes what
+// changed (flush): a new Snapshot, the changes to subscribers, and the
+// probes whose reads are in.
 //
 // What the tracker knows of a process is one proc (proc.go): its
 // incarnation (a serial; an exec or the reuse of its pid makes a new one,
 // and reads of the old one are of the past), what it publishes (or what its
-// last read found), the read out and the read planned. Every trigger is
-// handed to one function, planner.next (plan.go), which says which read
-// follows and when; what the read does follows from what is known of the
-// process (startRead: discover a start time, locate a context in the maps,
-// or refresh a publisher's timestamp). The
-// reads run on a small pool of goroutines (pool.go) under a deadline
-// (Config.ReadTimeout); what a read does against the Host is read.go.
+// last read found), and its schedule: the read out and the read planned.
+// Every decision of what to read and when is the planner's: per process,
+// planner.next says which read a trigger asks for and when; of the host,
+// whether a scan lists it, which late publishers fit the rescan budget,
+// the quarantine backoff, the pace of the scans dropped events and
+// ScanSoon start. The scheduler carries them out; what a read does follows
+// from what is known of the process (discover a start time, locate a
+// context in the maps, or refresh a publisher's timestamp). The reads run
+// on a small pool of goroutines under a deadline (Config.ReadTimeout);
+// what a read does against the Host is read.go.
 //
 // Nothing a process does can stall the tracker: only the listing of
 // <root>/proc, which no process can make wait, and the collector's own

@@ -211,7 +211,7 @@ func TestEnvironmentOfARealProcess(t *testing.T) {
 	cfg := tracker.DefaultConfig()
 	cfg.Discovery = tracker.DiscoveryPoll
 	cfg.CollectionInterval = 100 * time.Millisecond
-	tr, _ := realTracker(t, cfg)
+	tr, _ := realTracker(t, cfg, newOwnHost(t, nil, cmd.Process.Pid))
 	waitPublished(t, tr, cmd.Process.Pid, "env-only", 30*time.Second)
 	p, _ := tr.Snapshot().Lookup(cmd.Process.Pid)
 	assert.Equal(t, tracker.SourceEnvironment, p.Source)

@@ -1,11 +1,6 @@
 package tracker
 
-import (
-	"sync"
-	"sync/atomic"
-
-	"go.uber.org/zap"
-)
+import "go.uber.org/zap"
 
 // EventKind is what an Event says of a process.
 type EventKind uint8
@@ -89,34 +84,8 @@ type PublicationFilter interface {
 // package documentation).
 func WithEventSources(sources ...EventSource) Option {
 	return func(t *Tracker) {
-		for _, s := range sources {
-			t.events.sources = append(t.events.sources, s)
-			t.events.live |= s.Sources()
-			if f, ok := s.(PublicationFilter); ok {
-				t.events.filter = f
-			}
-		}
+		t.loop.events.add(sources...)
 	}
-}
-
-// eventQueueSize bounds the events waiting for the loop; beyond, they are
-// dropped and counted, and a scan makes up for them.
-const eventQueueSize = 8192
-
-// eventState is the tracker's event sources and what came of them.
-type eventState struct {
-	sources []EventSource
-	filter  PublicationFilter // the source that reports unmaps, if any
-	live    Sources           // the classes running sources deliver; the loop's
-	liveNow atomic.Uint32     // live, for other goroutines
-	queue   chan Event
-	// lostWake wakes the loop when events were dropped; lostBits says of
-	// which sources.
-	lostWake       chan struct{}
-	lostBits       atomic.Uint32
-	received, lost atomic.Uint64
-	stopped        chan sourceStopped
-	wg             sync.WaitGroup
 }
 
 // EventStats counts the events a tracker received.
@@ -129,183 +98,104 @@ type EventStats struct {
 
 // Events returns the tracker's event counts.
 func (t *Tracker) Events() EventStats {
-	return EventStats{Received: t.events.received.Load(), Lost: t.events.lost.Load()}
+	return t.loop.events.stats()
 }
 
 // LiveSources says which classes of events the tracker gets from running
 // sources; the rest is polled for.
-func (t *Tracker) LiveSources() Sources { return Sources(t.events.liveNow.Load()) }
-
-// notify queues ev for the loop without blocking; what does not fit is
-// counted lost and made up for by a scan.
-func (t *Tracker) notify(ev Event) {
-	if ev.Kind == EventLost {
-		t.markLost(ev.Source)
-		return
-	}
-	t.events.received.Add(1)
-	select {
-	case t.events.queue <- ev:
-	default:
-		t.markLost(sourceOf(ev.Kind))
-	}
-}
-
-func (t *Tracker) markLost(s Sources) {
-	t.events.lost.Add(1)
-	t.events.lostBits.Or(uint32(s))
-	select {
-	case t.events.lostWake <- struct{}{}:
-	default:
-	}
-}
-
-func sourceOf(k EventKind) Sources {
-	if k == EventFork || k == EventExec || k == EventExit {
-		return ProcessEvents
-	}
-	return PublicationEvents
-}
-
-// sourceStopped is a source whose Run returned an error.
-type sourceStopped struct {
-	sources Sources
-	err     error
-}
-
-// runSources starts the sources' Run goroutines.
-func (t *Tracker) runSources() {
-	t.events.liveNow.Store(uint32(t.events.live))
-	for _, s := range t.events.sources {
-		t.events.wg.Go(func() {
-			if err := s.Run(t.notify); err != nil {
-				send(t.events.stopped, sourceStopped{sources: s.Sources(), err: err}, t.stop)
-			}
-		})
-	}
-}
-
-// releaseSources closes the event sources, once, and waits for their Run
-// to return.
-func (t *Tracker) releaseSources() {
-	t.sourcesOnce.Do(func() {
-		for _, s := range t.events.sources {
-			if err := s.Close(); err != nil {
-				t.log.Debug("Closing an event source failed", zap.Error(err))
-			}
-		}
-		t.events.wg.Wait()
-	})
-}
+func (t *Tracker) LiveSources() Sources { return t.loop.events.live() }
 
 // onSourceStopped falls back to polling for what a stopped source
 // delivered.
-func (t *Tracker) onSourceStopped(s sourceStopped) {
-	t.events.live &^= s.sources
-	t.events.liveNow.Store(uint32(t.events.live))
-	t.log.Warn("An event source stopped: polling takes over its events",
+func (l *loop) onSourceStopped(s sourceStopped) {
+	l.events.drop(s.sources)
+	l.log.Warn("An event source stopped: polling takes over its events",
 		zap.String("events", s.sources.String()), zap.Error(s.err))
-	t.missed(s.sources)
+	l.makeUpFor(s.sources)
 }
 
 // onLost makes up for dropped events.
-func (t *Tracker) onLost() {
-	lost := Sources(t.events.lostBits.Swap(0))
+func (l *loop) onLost() {
+	lost := l.events.takeLost()
 	if lost == 0 {
 		return
 	}
-	t.log.Debug("Events were dropped: a scan makes up for them", zap.String("events", lost.String()))
-	t.missed(lost)
+	l.log.Debug("Events were dropped: a scan makes up for them", zap.String("events", lost.String()))
+	l.makeUpFor(lost)
 }
 
-// missed: events of these classes may have been dropped. A scan finds the
-// exits and forks (the listing) and, reading every publisher's timestamp,
-// the execs and updates; processes without a context read before now are
-// due again when publications may have been missed.
-//
-// Those scans start at once, but at most once per Config.RecheckInterval:
-// a process that floods the ring buffer with prctl calls gets a full scan
-// every few seconds, not a scan loop.
-func (t *Tracker) missed(s Sources) {
-	d := &t.discovery
-	d.fullScan = true
-	now := t.clock()
-	if s&PublicationEvents != 0 {
-		d.pubLostAt = now
-	}
-	if t.scans.cur == nil && (d.lastMissed == 0 || now-d.lastMissed >= int64(t.cfg.RecheckInterval)) {
-		d.lastMissed = now
-		t.startScan()
+// makeUpFor: events of these classes may have been dropped. A scan finds
+// the exits and forks (the listing) and, reading every publisher's
+// timestamp, the execs and updates; the scheduler says when (lost).
+func (l *loop) makeUpFor(s Sources) {
+	if l.sched.noteLost(s, l.scans.inProgress() != 0) {
+		l.startScan()
 	}
 }
 
 // handle acts on one event.
-func (t *Tracker) handle(ev Event) {
+func (l *loop) handle(ev Event) {
 	if !ValidPID(ev.PID) {
 		return
 	}
-	pid, p := ev.PID, t.procs[ev.PID]
+	pid, p := ev.PID, l.reg.get(ev.PID)
 	switch ev.Kind {
 	case EventFork:
 		if p == nil { // else known already: a listing or a publication event came first
-			p = t.newProc(pid)
-			t.lookedAtExec(p)
-			t.act(pid, p, trigger{kind: onFork})
+			p = l.newProc(pid)
+			l.markExec(p)
+			l.sched.act(pid, p, trigger{kind: onFork})
 		}
 	case EventExec:
-		t.execed(pid, p, ev.Time)
+		l.applyExec(pid, p, ev.Time)
 	case EventExit:
 		// An exit older than the pid's image (imageAt) came late: the
 		// publication is a later process's (the pid was reused).
 		if p != nil && (ev.Time == 0 || p.imageAt <= ev.Time) {
-			t.forget(pid, p)
+			l.forget(pid, p)
 		}
 	case EventPublish, EventMemfd, EventUnmap:
-		t.publicationEvent(pid, p, ev)
+		l.applyPublicationEvent(pid, p, ev)
 	}
 }
 
-// execed: the process's publication, if any, is gone with its image; it is
-// young again. An exec older than the process's image (imageAt: a
+// applyExec: the process's publication, if any, is gone with its image; it
+// is young again. An exec older than the process's image (imageAt: a
 // publication event, or a read that found its identity) came late: the
 // publication is the new image's.
-func (t *Tracker) execed(pid int, p *proc, at uint64) {
+func (l *loop) applyExec(pid int, p *proc, at uint64) {
 	switch {
 	case p == nil:
-		p = t.newProc(pid)
+		p = l.newProc(pid)
 	case at != 0 && p.imageAt > at:
 		return
 	default:
-		t.newIncarnation(pid, p, Unpublished, p.start)
+		l.newIncarnation(pid, p, Unpublished, p.start)
 	}
-	t.lookedAtExec(p)
-	t.act(pid, p, trigger{kind: onExec})
+	l.markExec(p)
+	l.sched.act(pid, p, trigger{kind: onExec})
 }
 
-// lookedAtExec records what a fork or exec tells of the new image: it
-// publishes nothing yet. While publication events come, they tell when it
-// does: the event is as good as a look at its maps. Without them, its maps
-// are not looked at yet (contextDue).
-func (t *Tracker) lookedAtExec(p *proc) {
+// markExec records what a fork or exec tells of the new image: it
+// publishes nothing yet (and when it is looked at: scheduler.noteExec).
+func (l *loop) markExec(p *proc) {
 	p.found = OutcomeNoContext
-	if t.events.live&PublicationEvents != 0 {
-		p.lookedAt = t.clock()
-	}
+	l.sched.noteExec(p)
 }
 
-// publicationEvent reads p soon: it published, updated or unmapped its
+// applyPublicationEvent reads p soon: it published, updated or unmapped its
 // context, or created the memfd of one (read a little later: its header
 // is not written yet).
-func (t *Tracker) publicationEvent(pid int, p *proc, ev Event) {
+func (l *loop) applyPublicationEvent(pid int, p *proc, ev Event) {
 	unmap := ev.Kind == EventUnmap
 	switch {
 	case p == nil && unmap, p != nil && unmap && p.identity == nil:
 		return
 	case p == nil:
-		p = t.newProc(pid)
+		p = l.newProc(pid)
 	}
 	p.imageAt = max(p.imageAt, ev.Time)
-	t.act(pid, p, trigger{kind: publicationTriggers[ev.Kind-EventPublish]})
+	l.sched.act(pid, p, trigger{kind: publicationTriggers[ev.Kind-EventPublish]})
 }
 
 var publicationTriggers = [...]triggerKind{onPublish, onMemfd, onUnmap}

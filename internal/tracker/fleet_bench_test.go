@@ -17,6 +17,7 @@ import (
 	"github.com/processctx/otelcol-processctx/internal/otep"
 	"github.com/processctx/otelcol-processctx/internal/pubtest"
 	"github.com/processctx/otelcol-processctx/internal/reader"
+	"github.com/processctx/otelcol-processctx/internal/tracker"
 )
 
 // The scan benchmarks run against a fleet of real processes. Its shape can
@@ -68,6 +69,18 @@ type fleet struct {
 	idleName     string
 	payloadBytes int // average encoded payload of a publisher
 	versions     []int
+}
+
+// changesOfItsOwn counts the changes of the fleet's processes: the host's
+// others (another test's publishers) come and go as they please.
+func (f *fleet) changesOfItsOwn(changes []tracker.Change) int {
+	n := 0
+	for _, c := range changes {
+		if f.pids[c.Process.PID] {
+			n++
+		}
+	}
+	return n
 }
 
 // benchPayload is a realistic SDK resource: ten string attributes, about

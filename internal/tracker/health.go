@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"time"
 
 	"go.uber.org/zap"
 )
@@ -18,26 +17,24 @@ var (
 	ErrCannotRead = errors.New("cannot read some processes")
 )
 
-// health is what keeps the tracker from doing its job, if anything: the
-// loop sets it under mu (and reads it without: it is the one writer),
-// components read it for their status.
+// health is what keeps the tracker from doing its job, if anything, a
+// part of the reports: they set it under mu (and read it without: the
+// loop is the one writer), components read it for their status (Health).
 type health struct {
 	mu      sync.Mutex
 	listErr error         // the last listing's
 	readErr error         // the last finished scan's
 	changed chan struct{} // closed when a field changes, then replaced
-
-	// access is what Host.Access said at accessAt; the loop's only.
-	access   error
-	accessAt time.Time
+	access  error         // what Host.Access said last; the loop's only
 }
 
 // Health returns the tracker's problem, nil when it can do its job, and a
 // channel closed when that changes. The problem wraps ErrCannotList when
 // the procfs cannot be listed, ErrCannotRead when the last scan met
 // processes that the collector's privileges keep it from reading.
-func (t *Tracker) Health() (<-chan struct{}, error) {
-	h := &t.health
+func (t *Tracker) Health() (<-chan struct{}, error) { return t.loop.reports.health.get() }
+
+func (h *health) get() (<-chan struct{}, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.listErr != nil {
@@ -46,33 +43,35 @@ func (t *Tracker) Health() (<-chan struct{}, error) {
 	return h.changed, h.readErr
 }
 
-// setListed records the outcome of a listing of the procfs, logging only
-// the transitions (a broken mount fails every scan).
-func (t *Tracker) setListed(err error) {
-	if t.health.set(&t.health.listErr, ErrCannotList, err) {
+// noteListing records the outcome of a listing of the procfs, logging
+// only the transitions (a broken mount fails every scan).
+func (r *reports) noteListing(err error) {
+	if r.health.set(&r.health.listErr, ErrCannotList, err) {
 		if err != nil {
-			t.log.Error("Cannot list the host's processes: no scan until it can", zap.Error(err))
+			r.log.Error("Cannot list the host's processes: no scan until it can", zap.Error(err))
 		} else {
-			t.log.Info("The host's processes can be listed again")
+			r.log.Info("The host's processes can be listed again")
 		}
 	}
 }
 
-// setScanned records, after a scan that listed the host, whether it met
-// processes denied for lack of the collector's own privileges, and makes
-// its count of denied processes the current one (DeniedProcesses).
-func (t *Tracker) setScanned(denied int) {
-	t.reports.deniedNow.Store(int64(t.reports.denied.n))
+// cannotList reports whether the last listing failed.
+func (r *reports) cannotList() bool { return r.health.listErr != nil }
+
+// noteScan records, after a scan that listed the host, whether it met
+// processes denied for lack of the collector's own privileges (read with
+// access when due says so), and makes its count of denied processes the
+// current one (DeniedProcesses).
+func (r *reports) noteScan(denied int, due func() bool, access func() error) {
+	r.deniedNow.Store(int64(r.denied.n))
 	var err error
 	if denied > 0 {
-		// The collector's privileges do not change while it runs (Yama
-		// may): looked at again once per report interval.
-		if now := t.now(); t.health.accessAt.IsZero() || now.Sub(t.health.accessAt) >= t.cfg.WarningInterval {
-			t.health.access, t.health.accessAt = t.host.Access(), now
+		if due() {
+			r.health.access = access()
 		}
-		err = t.health.access
+		err = r.health.access
 	}
-	t.health.set(&t.health.readErr, ErrCannotRead, err)
+	r.health.set(&r.health.readErr, ErrCannotRead, err)
 }
 
 // set sets *field to err (wrapped in kind; nil: no problem) and reports

@@ -17,13 +17,10 @@ import (
 	"github.com/processctx/otelcol-processctx/internal/tracker/trackertest"
 )
 
-// realTracker runs a tracker of this host.
-func realTracker(t *testing.T, cfg tracker.Config) (*tracker.Tracker, *observer.ObservedLogs) {
+// realTracker runs a tracker of this host (as far as host goes: see
+// ownHost) on the real clock.
+func realTracker(t *testing.T, cfg tracker.Config, host tracker.Host) (*tracker.Tracker, *observer.ObservedLogs) {
 	t.Helper()
-	fs, err := procfs.NewFS("/")
-	require.NoError(t, err)
-	host, err := tracker.NewHost(fs, otep.DefaultLimits())
-	require.NoError(t, err)
 	core, logs := observer.New(zap.InfoLevel)
 	tr, err := tracker.New(host, cfg, zap.New(core))
 	require.NoError(t, err)
@@ -83,7 +80,8 @@ func TestHostileProcessesDoNotStallTheTracker(t *testing.T) {
 	// quarantine before its retry through the mem file ends it.
 	cfg.QuarantineBackoff = 3 * time.Second
 	cfg.WarningInterval = time.Hour
-	tr, logs := realTracker(t, cfg)
+	own := newOwnHost(t, nil, header.Pid, payload.Pid, stopped.Pid)
+	tr, logs := realTracker(t, cfg, own)
 	sub := trackertest.Subscribe(t, tr)
 
 	waitOutcome(t, tr, header.Pid, tracker.OutcomeStalled)
@@ -95,6 +93,7 @@ func TestHostileProcessesDoNotStallTheTracker(t *testing.T) {
 	// A publisher that appears after them is found within a few scans.
 	late := pubtest.Start(t, pubtest.Go, pubtest.Options{})
 	late.Publish(good)
+	own.add(late.Pid)
 	began := time.Now()
 	waitPublished(t, tr, late.Pid, "good", 30*time.Second)
 	t.Logf("late publisher found after %s", time.Since(began))

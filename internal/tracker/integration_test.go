@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -25,19 +26,49 @@ import (
 	"github.com/processctx/otelcol-processctx/internal/tracker/trackertest"
 )
 
-// onlyPids is the real host as far as the given pids go: the other tests'
-// processes on this host stay out of counts that must be exact.
-type onlyPids struct {
+// ownHost is this host as far as the test's own processes go: the other
+// tests' processes stay out of counts that must be exact, and out of reads
+// that would wait for them (another package's test may stall a process's
+// memory, which holds any reader of the whole host until its deadline).
+type ownHost struct {
 	tracker.Host
+	mu   sync.Mutex
 	pids map[int]bool
 	out  []procfs.PidEntry
 }
 
-func (h *onlyPids) ListPids() ([]procfs.PidEntry, error) {
+// newOwnHost returns the host of fs (this host's procfs when nil) as far
+// as pids go.
+func newOwnHost(t *testing.T, fs *procfs.FS, pids ...int) *ownHost {
+	t.Helper()
+	if fs == nil {
+		var err error
+		fs, err = procfs.NewFS("/")
+		require.NoError(t, err)
+	}
+	host, err := tracker.NewHost(fs, otep.DefaultLimits())
+	require.NoError(t, err)
+	h := &ownHost{Host: host, pids: map[int]bool{}}
+	h.add(pids...)
+	return h
+}
+
+// add makes the host list pids too.
+func (h *ownHost) add(pids ...int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, p := range pids {
+		h.pids[p] = true
+	}
+}
+
+func (h *ownHost) ListPids() ([]procfs.PidEntry, error) {
 	all, err := h.Host.ListPids()
 	if err != nil {
 		return nil, err
 	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	h.out = h.out[:0]
 	for _, e := range all {
 		if h.pids[e.Pid] {
@@ -51,22 +82,15 @@ func (h *onlyPids) ListPids() ([]procfs.PidEntry, error) {
 // clock the test moves.
 func restrictedTracker(t *testing.T, cfg tracker.Config, pids ...int) (*tracker.Tracker, *reader.Reader, *trackertest.Clock) {
 	t.Helper()
-	fs, err := procfs.NewFS("/")
-	require.NoError(t, err)
-	host, err := tracker.NewHost(fs, otep.DefaultLimits())
-	require.NoError(t, err)
-	only := &onlyPids{Host: host, pids: map[int]bool{}}
-	for _, p := range pids {
-		only.pids[p] = true
-	}
+	own := newOwnHost(t, nil, pids...)
 	clock := trackertest.NewClock()
 	cfg.CollectionInterval = time.Hour
-	tr, err := tracker.New(only, cfg, zap.NewNop(), tracker.WithClock(clock.Now))
+	tr, err := tracker.New(own, cfg, zap.NewNop(), tracker.WithClock(clock.Now))
 	require.NoError(t, err)
 	tr.Start()
 	t.Cleanup(func() { require.NoError(t, tr.Stop(context.Background())) })
 	<-tr.Ready()
-	return tr, tracker.ReaderOf(host), clock
+	return tr, tracker.ReaderOf(own.Host), clock
 }
 
 func rescan(t *testing.T, tr *tracker.Tracker) {
@@ -187,14 +211,10 @@ func TestTrackAsHelper(t *testing.T) {
 	pid, err := strconv.Atoi(os.Getenv(helperEnv))
 	require.NoError(t, err)
 	core, logs := observer.New(zap.WarnLevel)
-	fs, err := procfs.NewFS("/")
-	require.NoError(t, err)
-	host, err := tracker.NewHost(fs, otep.DefaultLimits())
-	require.NoError(t, err)
 	clock := trackertest.NewClock()
 	cfg := tracker.DefaultConfig()
 	cfg.CollectionInterval = time.Hour
-	tr, err := tracker.New(&onlyPids{Host: host, pids: map[int]bool{pid: true}}, cfg, zap.New(core), tracker.WithClock(clock.Now))
+	tr, err := tracker.New(newOwnHost(t, nil, pid), cfg, zap.New(core), tracker.WithClock(clock.Now))
 	require.NoError(t, err)
 	tr.Start()
 	defer func() { _ = tr.Stop(context.Background()) }()

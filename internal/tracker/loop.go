@@ -1,99 +1,130 @@
 package tracker
 
 import (
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
 )
 
-// run is the tracker's loop: it owns the tracker's state, and acts on one
-// thing at a time (a tick, a result, an event, a call), then publishes
-// what changed (flush).
-func (t *Tracker) run() {
-	defer close(t.done)
-	defer t.pool.close()
-	if t.cfg.InitialDelay > 0 {
+// loop is the tracker's goroutine and the parts it wires. It acts on one
+// thing at a time, a trigger (a tick, a read back, an event, a probe, a
+// call), handing it to the parts that own what it changes, then
+// publishes what changed (flush). Each part owns its fields, and the loop
+// touches them only through the part's methods:
+//
+//   - reg, the registry (registry.go): the processes, their incarnations
+//     and identities;
+//   - sched, the scheduler (schedule.go, plan.go): every decision of what
+//     to read and when, of each process and of the host;
+//   - scans (scan.go): the scan in progress and who waits for it;
+//   - pool (pool.go): the readers and their jobs;
+//   - out, the outputs (outputs.go): snapshot, changes, subscribers,
+//     views, ended publications retained;
+//   - probes (probe.go): the Probe calls waiting for reads;
+//   - events (sources.go): the event sources and their queue;
+//   - reports (reports.go, health.go): warnings, denied processes, health.
+//
+// What the loop itself does is wiring: apply.go applies what reads found,
+// events.go what events tell, scan.go starts and finishes scans.
+type loop struct {
+	cfg   Config
+	host  Host
+	log   *zap.Logger
+	now   func() time.Time
+	epoch time.Time // the clock's zero: Start
+
+	reg     registry
+	sched   scheduler
+	scans   scans
+	pool    *pool
+	out     outputs
+	probes  probes
+	events  events
+	reports reports
+
+	// From other goroutines: Probe, ScanSoon, calls that run on the loop
+	// (onLoop), Stop.
+	probeC   chan *probeWait
+	scanC    chan chan struct{}
+	control  chan func()
+	stop     chan struct{}
+	done     chan struct{}
+	started  atomic.Bool
+	stopOnce sync.Once
+}
+
+// run is the loop's goroutine.
+func (l *loop) run() {
+	defer close(l.done)
+	defer l.pool.close()
+	if l.cfg.InitialDelay > 0 {
 		select {
-		case <-time.After(t.cfg.InitialDelay):
-		case <-t.stop:
+		case <-time.After(l.cfg.InitialDelay):
+		case <-l.stop:
 			return
 		}
 	}
-	t.startScan()
-	ticker := time.NewTicker(t.cfg.CollectionInterval)
+	l.startScan()
+	ticker := time.NewTicker(l.cfg.CollectionInterval)
 	defer ticker.Stop()
 	var tm loopTimers
 	defer tm.stop()
 	for {
-		tm.armScanTimeout(t)
-		var normal, urgent chan<- *job
-		var nextNormal, nextUrgent *job
-		if len(t.jobs.backlog) > 0 {
-			normal, nextNormal = t.pool.normal, t.jobs.backlog[0]
-		}
-		if len(t.jobs.urgent) > 0 {
-			urgent, nextUrgent = t.pool.urgent, t.jobs.urgent[0]
-		}
+		tm.arm(l)
 		select {
-		case <-t.stop:
-			t.probes.cancel()
+		case <-l.stop:
+			l.probes.cancel()
 			return
 		case <-ticker.C:
-			if t.scans.cur == nil {
-				t.startScan()
+			if l.scans.inProgress() == 0 {
+				l.startScan()
 			}
-		case j := <-t.pool.results:
-			t.applyJob(j)
-		case pid := <-t.pool.released:
-			t.released(pid)
-		case w := <-t.probeC:
-			t.probe(w)
-		case done := <-t.scanC:
-			t.scanSoon(done)
-		case fn := <-t.control:
+		case j := <-l.pool.results:
+			l.applyJob(j)
+		case pid := <-l.pool.released:
+			l.sched.unstick(pid)
+		case w := <-l.probeC:
+			l.probe(w)
+		case done := <-l.scanC:
+			l.scanSoon(done)
+		case fn := <-l.control:
 			// A call sees the events received before it: select picks
 			// among ready channels at random.
-			t.drainEvents()
+			l.drainEvents()
 			fn()
-		case normal <- nextNormal:
-			t.jobs.backlog = pop(t.jobs.backlog)
-			t.jobs.out++
-		case urgent <- nextUrgent:
-			t.jobs.urgent = pop(t.jobs.urgent)
-			t.jobs.out++
 		case <-tm.superviseC:
 			tm.superviseC = nil
-			for _, j := range t.pool.abandonOverdue() {
-				t.applyJob(j)
+			for _, j := range l.pool.abandonOverdue() {
+				l.applyJob(j)
 			}
-		case ev := <-t.events.queue:
+		case ev := <-l.events.queue:
 			// And whatever else is queued: a burst costs one snapshot, not
 			// one per event.
-			t.handle(ev)
-			t.drainEvents()
-		case <-t.events.lostWake:
-			t.onLost()
-		case st := <-t.events.stopped:
-			t.onSourceStopped(st)
+			l.handle(ev)
+			l.drainEvents()
+		case <-l.events.wake:
+			l.onLost()
+		case st := <-l.events.done:
+			l.onSourceStopped(st)
 		case <-tm.planC:
 			tm.planC = nil
-			t.runPlans()
+			l.sched.runDue()
 		case <-tm.scanTimeoutC:
 			tm.scanTimeoutC = nil
-			t.scanTimedOut(tm.timeoutFor)
+			l.scanTimedOut(tm.timeoutFor)
 		}
-		tm.armPlans(t)
-		tm.armSupervise(t)
-		t.flush()
+		l.flush()
 	}
 }
 
 // drainEvents handles the events queued now.
-func (t *Tracker) drainEvents() {
+func (l *loop) drainEvents() {
 	for range eventQueueSize {
 		select {
-		case ev := <-t.events.queue:
-			t.handle(ev)
+		case ev := <-l.events.queue:
+			l.handle(ev)
 		default:
 			return
 		}
@@ -102,36 +133,27 @@ func (t *Tracker) drainEvents() {
 
 // scanTimedOut ends the scan gen that overran Config.Timeout; its reads
 // still out are applied when they come back.
-func (t *Tracker) scanTimedOut(gen uint32) {
-	if t.scans.cur != nil && t.scans.cur.gen == gen {
-		t.log.Debug("Scan timed out: the reads still out are applied when they come back",
-			zap.Duration("timeout", t.cfg.Timeout), zap.Int("jobs_out", t.scans.cur.pending))
-		t.finishScan()
+func (l *loop) scanTimedOut(gen uint32) {
+	if l.scans.inProgress() == gen {
+		l.log.Debug("Scan timed out: the reads still out are applied when they come back",
+			zap.Duration("timeout", l.cfg.Timeout), zap.Int("jobs_out", l.scans.pending()))
+		l.finishScan()
 	}
-}
-
-func pop(q []*job) []*job {
-	q[0] = nil
-	if len(q) == 1 {
-		return q[:0]
-	}
-	return q[1:]
 }
 
 // loopTimers are the loop's timers; a nil channel is a timer not armed.
 type loopTimers struct {
 	// plans fires when the earliest planned read or recheck falls due (at
-	// planAt);
-	// supervise, while jobs are out, to abandon overdue reads; scanTimeout
-	// when the scan timeoutFor overran Config.Timeout.
+	// planAt); supervise, while jobs are out, to abandon overdue reads;
+	// scanTimeout when the scan timeoutFor overran Config.Timeout.
 	plans, supervise, scanTimeout   *time.Timer
 	planC, superviseC, scanTimeoutC <-chan time.Time
 	planAt                          int64
 	timeoutFor                      uint32
 }
 
-// arm (re)starts *tm, made on first use, to fire after d.
-func arm(tm **time.Timer, d time.Duration) <-chan time.Time {
+// set (re)starts *tm, made on first use, to fire after d.
+func set(tm **time.Timer, d time.Duration) <-chan time.Time {
 	if *tm == nil {
 		*tm = time.NewTimer(d)
 	} else {
@@ -140,26 +162,21 @@ func arm(tm **time.Timer, d time.Duration) <-chan time.Time {
 	return (*tm).C
 }
 
-func (tm *loopTimers) armScanTimeout(t *Tracker) {
-	if t.cfg.Timeout > 0 && t.scans.cur != nil && t.scans.cur.gen != tm.timeoutFor {
-		tm.timeoutFor = t.scans.cur.gen
-		tm.scanTimeoutC = arm(&tm.scanTimeout, t.cfg.Timeout)
+// arm arms the timers for what the loop waits for now.
+func (tm *loopTimers) arm(l *loop) {
+	if gen := l.scans.inProgress(); l.cfg.Timeout > 0 && gen != 0 && gen != tm.timeoutFor {
+		tm.timeoutFor = gen
+		tm.scanTimeoutC = set(&tm.scanTimeout, l.cfg.Timeout)
 	}
-}
-
-func (tm *loopTimers) armPlans(t *Tracker) {
-	if at, ok := t.nextPlanned(); ok && (tm.planC == nil || at < tm.planAt) {
+	if at, ok := l.sched.nextDue(); ok && (tm.planC == nil || at < tm.planAt) {
 		// With a fake clock (tests) the timer fires after the fake delay
 		// and finds nothing due until the clock moves.
-		tm.planC, tm.planAt = arm(&tm.plans, max(time.Duration(at-t.clock()), time.Millisecond)), at
+		tm.planC, tm.planAt = set(&tm.plans, max(time.Duration(at-l.clock()), time.Millisecond)), at
 	}
-}
-
-func (tm *loopTimers) armSupervise(t *Tracker) {
 	switch {
-	case t.jobs.out > 0 && tm.superviseC == nil:
-		tm.superviseC = arm(&tm.supervise, t.pool.superviseTick())
-	case t.jobs.out == 0 && tm.superviseC != nil:
+	case l.pool.busy() && tm.superviseC == nil:
+		tm.superviseC = set(&tm.supervise, l.pool.superviseTick())
+	case !l.pool.busy() && tm.superviseC != nil:
 		tm.supervise.Stop()
 		tm.superviseC = nil
 	}

@@ -4,18 +4,19 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"go.uber.org/zap"
 
+	"github.com/processctx/otelcol-processctx/internal/procevents"
 	"github.com/processctx/otelcol-processctx/internal/procfs"
+	"github.com/processctx/otelcol-processctx/internal/pubevents"
 )
 
 // Open returns a tracker (not started) of the host whose filesystem is
 // mounted at Config.RootPath ("/" on the host, e.g. "/hostfs" in a
 // container that mounts the host's procfs at /hostfs/proc), with the event
 // sources that Config.Discovery asks for and the privileges allow; it logs
-// which, and what polling costs in latency for the rest.
+// which, and what to change for the rest.
 //
 // It fails when <root_path>/proc is not a procfs, or when root_path is not
 // "/" and its procfs belongs to a container's pid namespace (pids would
@@ -29,48 +30,72 @@ import (
 // from then on: the caller calls Stop, whether it started the tracker or
 // not, to release them.
 func Open(cfg Config, logger *zap.Logger, opts ...Option) (*Tracker, error) {
-	if err := cfg.Validate(); err != nil {
+	if err := cfg.validateSettings(); err != nil {
 		return nil, fmt.Errorf("tracker: %w", err)
 	}
-	rootPath := cfg.RootPath
-	fs, err := procfs.NewFS(rootPath, procfs.WithReaderName(cfg.ReaderName))
+	fs, notHost, err := openRoot(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("root_path %q: %w", rootPath, err)
+		return nil, err
 	}
-	hostPids := true
-	if err := fs.CheckHost(); err != nil {
-		if !errors.Is(err, procfs.ErrNotHostProcfs) || fs.Root() != "/" {
-			return nil, fmt.Errorf("root_path %q: %w: mount the host's /proc at %s", rootPath, err, fs.ProcDir())
-		}
-		hostPids = false
+	hostPids := notHost == nil
+	if !hostPids {
 		logger.Warn("The collector runs in a container's pid namespace and sees only that container's processes: "+
-			"mount the host's /proc (e.g. at /hostfs/proc, with root_path: /hostfs) or use the host's pid namespace", zap.Error(err))
+			"mount the host's /proc (e.g. at /hostfs/proc, with root_path: /hostfs) or use the host's pid namespace", zap.Error(notHost))
 	}
 	host, err := NewHost(fs, cfg.Limits())
 	if err != nil {
 		return nil, err
 	}
-	sources, err := openSources(cfg, hostPids, logger)
+	processes := -1
+	if pids, err := host.ListPids(); err == nil {
+		processes = len(pids)
+	}
+	sources, err := openSources(cfg, hostPids, processes, logger)
 	if err != nil {
 		return nil, err
 	}
 	return build(host, cfg, logger, append(opts, WithEventSources(sources...), WithHostIdentity(fs.HostIdentity()))...), nil
 }
 
-// openSources opens the event sources cfg.Discovery asks for and logs what
-// discovery then is.
-func openSources(cfg Config, hostPids bool, logger *zap.Logger) ([]EventSource, error) {
+// openRoot opens the procfs of cfg.RootPath. It fails when it is not a
+// procfs, or is a container's with a root_path other than "/"; with "/" in
+// a container's pid namespace it returns, as notHost, why the pids are not
+// the host's. Config.Validate calls it too: validate fails as start would.
+func openRoot(cfg Config) (fs *procfs.FS, notHost, err error) {
+	rootPath := cfg.RootPath
+	fs, err = procfs.NewFS(rootPath, procfs.WithReaderName(cfg.ReaderName))
+	if err != nil {
+		return nil, nil, fmt.Errorf("root_path %q: %w", rootPath, err)
+	}
+	if err := fs.CheckHost(); err != nil {
+		if !errors.Is(err, procfs.ErrNotHostProcfs) || fs.Root() != "/" {
+			return nil, nil, fmt.Errorf("root_path %q: %w: mount the host's /proc at %s", rootPath, err, fs.ProcDir())
+		}
+		return fs, err, nil
+	}
+	return fs, nil, nil
+}
+
+// openSources opens the event sources cfg.Discovery asks for and logs, in
+// one short line, what discovery then is (sources, scan interval, the
+// processes visible) and, when a source the configuration asks for could
+// not be opened, a second one naming what to change, with the
+// documentation of the trade-off (the kernel's errors at debug level).
+func openSources(cfg Config, hostPids bool, processes int, logger *zap.Logger) ([]EventSource, error) {
+	visible := zap.Int("processes", processes)
+	interval := zap.Duration("collection_interval", cfg.CollectionInterval)
 	if cfg.Discovery == DiscoveryPoll {
-		logger.Info("Process discovery: polling (discovery: poll)", zap.String("latency", pollLatency(cfg, 0)))
+		logger.Info(fmt.Sprintf("Process discovery: polling (discovery: poll), scans every %s, %d processes visible",
+			cfg.CollectionInterval, processes), interval, visible)
 		return nil, nil
 	}
 	var (
 		sources           []EventSource
 		procErr, pubErr   error
-		procWhat, pubWhat string
+		procWhat, pubWhat = "none", "none"
 	)
 	if !hostPids {
-		procErr = errors.New("the procfs is not the host's: the kernel's events name the host's pids")
+		procErr = errNotHostPids
 		pubErr = procErr
 	} else {
 		if s, err := openProcessEvents(); err != nil {
@@ -81,12 +106,11 @@ func openSources(cfg Config, hostPids bool, logger *zap.Logger) ([]EventSource, 
 		}
 		if cfg.uses(SourceContext) {
 			s, what, err := openPublicationEvents(cfg.PublicationEvents)
-			pubWhat, pubErr = what, err
 			if s != nil {
 				sources = append(sources, s)
+				pubWhat = what
 			}
-		} else {
-			pubWhat = "none (contexts are not a source)"
+			pubErr = err
 		}
 	}
 	if cfg.Discovery == DiscoveryEvents && (procErr != nil || pubErr != nil) {
@@ -95,31 +119,76 @@ func openSources(cfg Config, hostPids bool, logger *zap.Logger) ([]EventSource, 
 		}
 		return nil, fmt.Errorf("discovery: events: %w", errors.Join(wrapNonNil("process events", procErr), wrapNonNil("publication events", pubErr)))
 	}
-	var live Sources
-	for _, s := range sources {
-		live |= s.Sources()
+	logger.Info(fmt.Sprintf("Process discovery: %s, scans every %s, %d processes visible", discoveryMode(procWhat, pubWhat), cfg.CollectionInterval, processes),
+		zap.String("process_events", procWhat), zap.String("publication_events", pubWhat), interval, visible)
+	if procErr != nil || pubErr != nil {
+		logger.Debug("Process discovery: event sources not opened", zap.NamedError("process_events", procErr), zap.NamedError("publication_events", pubErr))
 	}
-	fields := []zap.Field{
-		describe("process_events", procWhat, procErr),
-		describe("publication_events", pubWhat, pubErr),
-		zap.String("latency", pollLatency(cfg, live)),
+	if hint := missingHint(cfg, procErr, pubErr); hint != "" {
+		logger.Info("Process discovery: " + hint + "; see " + discoveryDocs)
 	}
-	mode := "events"
-	switch live {
-	case 0:
-		mode = "polling, without kernel events"
-	case ProcessEvents, PublicationEvents:
-		mode = "events and polling"
-	}
-	logger.Info("Process discovery: "+mode, fields...)
 	return sources, nil
 }
 
-func describe(key, what string, err error) zap.Field {
-	if err != nil {
-		return zap.String(key, "unavailable: "+err.Error())
+// discoveryMode says which event sources run ("none" where none does).
+func discoveryMode(procWhat, pubWhat string) string {
+	switch {
+	case procWhat != "none" && pubWhat != "none":
+		return fmt.Sprintf("kernel events (%s, %s)", procWhat, pubWhat)
+	case procWhat != "none":
+		return procWhat + " for processes, polling for publications"
+	case pubWhat != "none":
+		return pubWhat + " for publications, polling for exits"
 	}
-	return zap.String(key, what)
+	return "polling, without kernel events"
+}
+
+// discoveryDocs explains what each event source needs and costs.
+const discoveryDocs = "https://github.com/processctx/otelcol-processctx/blob/main/docs/discovery.md#when-an-event-source-is-missing"
+
+// errNotHostPids: the kernel's events name the host's pids, which a
+// container's procfs does not (Open warns of it already).
+var errNotHostPids = errors.New("the procfs is not the host's: the kernel's events name the host's pids")
+
+// missingHint says, in a few words, what polls instead of each source that
+// could not be opened, why, and what to change; "" when nothing is
+// missing, or when Open's warning about a container's procfs says it.
+func missingHint(cfg Config, procErr, pubErr error) string {
+	if errors.Is(procErr, errNotHostPids) {
+		return ""
+	}
+	var parts []string
+	if pubErr != nil {
+		var why string
+		mechanism := cfg.PublicationEvents
+		if mechanism == AutoPublicationEvents {
+			mechanism = pubevents.Fexit.String()
+		}
+		switch {
+		case errors.Is(pubErr, pubevents.ErrUnsupported) && mechanism == pubevents.Fexit.String():
+			why = "this kernel refuses fexit; publication_events: syscall_tracepoints sees them at once at a cost to every syscall of the host"
+		case errors.Is(pubErr, pubevents.ErrUnsupported):
+			why = fmt.Sprintf("this kernel cannot run publication_events: %s; try another", mechanism)
+		case errors.Is(pubErr, pubevents.ErrPermission):
+			why = "the collector lacks CAP_BPF and CAP_PERFMON (in a container, a seccomp profile that allows bpf too): grant them"
+		default:
+			why = fmt.Sprintf("publication_events: %s failed to load (its error is logged at debug level)", mechanism)
+		}
+		parts = append(parts, fmt.Sprintf("publications are polled (seconds after a process starts, not at once): %s", why))
+	}
+	if procErr != nil {
+		var why string
+		switch {
+		case errors.Is(procErr, procevents.ErrPermission):
+			why = "the collector lacks CAP_NET_ADMIN (kernels before 6.6 need it): grant it"
+		case errors.Is(procErr, procevents.ErrUnsupported):
+			why = "the proc connector needs the host's network and pid namespaces (Kubernetes: hostNetwork and hostPID)"
+		default:
+			why = "the proc connector failed (its error is logged at debug level)"
+		}
+		parts = append(parts, fmt.Sprintf("exits are seen by scans (within collection_interval, %s): %s", cfg.CollectionInterval, why))
+	}
+	return strings.Join(parts, "; ")
 }
 
 func wrapNonNil(what string, err error) error {
@@ -127,44 +196,4 @@ func wrapNonNil(what string, err error) error {
 		return nil
 	}
 	return fmt.Errorf("%s: %w", what, err)
-}
-
-// pollLatency says how soon what the events do not tell is seen.
-func pollLatency(cfg Config, live Sources) string {
-	var pub, exit string
-	if live&PublicationEvents != 0 {
-		pub = "publications and updates within milliseconds"
-	} else {
-		pub = fmt.Sprintf("a publication by the re-reads %s after its process's exec (or first sighting), then every rescan_interval (%s, "+
-			"doubling up to rescan_max_interval, %s), or within recheck_interval (%s) once telemetry names its pid; an update within collection_interval (%s)",
-			youngSchedule(), cfg.RescanInterval, cfg.RescanMaxInterval, cfg.RecheckInterval, cfg.CollectionInterval)
-	}
-	if live&ProcessEvents != 0 {
-		exit = "exits and execs within milliseconds"
-	} else {
-		exit = fmt.Sprintf("an exit within collection_interval (%s)", cfg.CollectionInterval)
-	}
-	s := pub + "; " + exit
-	if live == ProcessEvents|PublicationEvents {
-		s += fmt.Sprintf("; scans every %s find what events missed, reconcile every %s", cfg.CollectionInterval, cfg.ReconcileInterval)
-	}
-	return s
-}
-
-// youngSchedule lists when a young process is read, from its exec: "1s,
-// 3s, 8s, 18s and 38s".
-func youngSchedule() string {
-	var at time.Duration
-	var s strings.Builder
-	for i, d := range youngDelays {
-		at += d
-		switch {
-		case i == len(youngDelays)-1:
-			s.WriteString(" and ")
-		case i > 0:
-			s.WriteString(", ")
-		}
-		s.WriteString(at.String())
-	}
-	return s.String()
 }

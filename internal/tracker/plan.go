@@ -1,7 +1,8 @@
 package tracker
 
 import (
-	"container/heap"
+	"cmp"
+	"slices"
 	"time"
 )
 
@@ -46,21 +47,24 @@ type readPlan struct {
 	retries, young uint8
 }
 
-// planner says which read a trigger asks of a process and when, from what
-// is known of it, the settings and the event sources; it changes nothing.
+// planner is every decision of what to read and when, from what is known
+// of the process or the host, the settings and the event sources; it
+// changes nothing (the scheduler carries out what it says, and paces what
+// is done at most once per interval: paced). Per process, next says which
+// read a trigger asks for and when; of the host, scanReads says whether a
+// scan lists it and reads every publisher, fitBudget which late
+// publishers a scan reads, backoff how long a stalled process waits, and
+// recheckAt when a process read without a context is due again.
 type planner struct {
-	cfg                *Config
-	pubEvents, scanned bool  // publication events come; the first scan finished
-	pubLostAt          int64 // the clock when publication events were last dropped
+	cfg *Config
+	// Publication events and process events come; the first scan finished.
+	pubEvents, procEvents, scanned bool
+	pubLostAt                      int64 // the clock when publication events were last dropped
 }
 
-func (t *Tracker) planner() planner {
-	return planner{&t.cfg, t.events.live&PublicationEvents != 0, t.scans.scanned, t.discovery.pubLostAt}
-}
-
-// next is the one place that chooses the cause and the time of a read.
+// next chooses the cause and the time of a process's read.
 func (pl planner) next(p *proc, tr trigger, now int64) readPlan {
-	rp := readPlan{retries: p.retries, young: p.young}
+	rp := readPlan{retries: p.sched.retries, young: p.sched.young}
 	switch tr.kind {
 	case onListing:
 		rp.cause, rp.at = pl.decide(p, listingCause(p, tr.ino, tr.full), now)
@@ -91,10 +95,10 @@ func (pl planner) next(p *proc, tr trigger, now int64) readPlan {
 	case onProbe:
 		rp.cause, rp.at = pl.decide(p, causeProbe, now)
 	case onStall:
-		rp.cause, rp.at = causeQuarantine, p.stall.until
+		rp.cause, rp.at = causeQuarantine, p.sched.stall.until
 	case onDue:
 		rp.cause, rp.at = pl.decide(p, tr.due, now)
-		if s := p.stall; rp.cause == causeNone && s != nil && s.until > now {
+		if s := p.sched.stall; rp.cause == causeNone && s != nil && s.until > now {
 			// Read when its quarantine ends, whatever this plan was.
 			rp.cause, rp.at = causeQuarantine, s.until
 		}
@@ -103,8 +107,8 @@ func (pl planner) next(p *proc, tr trigger, now int64) readPlan {
 	}
 	// A read for later gives way to one planned sooner, unless it is an
 	// event's (lookups wait for it).
-	if rp.cause != causeNone && (rp.at > now || p.reading != causeNone) && p.planned != causeNone &&
-		p.plannedAt <= rp.at && (p.planned == causeEvent || rp.cause != causeEvent) {
+	if rp.cause != causeNone && (rp.at > now || p.sched.reading != causeNone) && p.sched.planned != causeNone &&
+		p.sched.plannedAt <= rp.at && (p.sched.planned == causeEvent || rp.cause != causeEvent) {
 		rp.cause, rp.at = causeNone, 0
 	}
 	return rp
@@ -113,7 +117,7 @@ func (pl planner) next(p *proc, tr trigger, now int64) readPlan {
 // afterRead is what follows a read: the read planned while it was out, the
 // next of a retry or young series.
 func (pl planner) afterRead(p *proc, tr trigger, now int64) readPlan {
-	rp, o := readPlan{retries: p.retries, young: p.young}, tr.found
+	rp, o := readPlan{retries: p.sched.retries, young: p.sched.young}, tr.found
 	switch {
 	case tr.due != causeNone:
 		rp.cause, rp.at = pl.decide(p, tr.due, now)
@@ -147,12 +151,12 @@ func (pl planner) afterRead(p *proc, tr trigger, now int64) readPlan {
 // now).
 func (pl planner) decide(p *proc, c cause, now int64) (cause, int64) {
 	switch {
-	case c == causeNone, p.kernel && c != causeListing, p.stall.blocks(now):
+	case c == causeNone, p.kernel && c != causeListing, p.sched.stall.blocks(now):
 		// Quarantined, or its read stuck where another would stick too.
 		// A kernel thread is read only when its /proc entry changed: the
 		// pid may name another process.
 		return causeNone, 0
-	case p.reading != causeNone:
+	case p.sched.reading != causeNone:
 		if c == causeEvent || c == causeRetry || c == causeYoung {
 			return c, now // what it tells may be newer than the read out
 		}
@@ -161,15 +165,15 @@ func (pl planner) decide(p *proc, c cause, now int64) (cause, int64) {
 	skip := false
 	switch c {
 	case causeRescan:
-		skip = p.hasContext() || now-p.lookedAt < int64(pl.rescanDelay(p)) || pl.nothingToFind(p)
+		skip = p.hasContext() || now-p.sched.lookedAt < int64(pl.rescanDelay(p)) || pl.nothingToFind(p)
 	case causeProbe:
-		skip = pl.lookupOutcome(p, now) != OutcomeUnknown // known meanwhile: nothing a read could tell yet
+		skip = pl.answer(p, now) != OutcomeUnknown // known meanwhile: nothing a read could tell yet
 	case causeYoung:
-		skip = p.hasContext() || p.young >= youngReads || pl.nothingToFind(p)
+		skip = p.hasContext() || p.sched.young >= youngReads || pl.nothingToFind(p)
 	case causeEnviron:
 		skip = p.env == envRead || p.hasContext() || !pl.cfg.uses(SourceEnvironment)
 	case causeEvent, causeRetry:
-		if at := p.eventReadAt + int64(minEventGap); p.eventReadAt != 0 && at > now {
+		if at := p.sched.eventReadAt + int64(minEventGap); p.sched.eventReadAt != 0 && at > now {
 			return c, at
 		}
 	}
@@ -201,10 +205,11 @@ func listingCause(p *proc, ino uint64, full bool) cause {
 	return causeNone
 }
 
-// lookupOutcome is what a lookup of the pid says now while the snapshot
-// has no publication of it: OutcomeUnknown while a read may tell what the
-// lookup should wait for (a publication event's, or a read due).
-func (pl planner) lookupOutcome(p *proc, now int64) Outcome {
+// answer is what a lookup of the pid answers now while the snapshot has no
+// publication of it (a lookup's answer, not a read's outcome:
+// OutcomeUnknown while a read may tell what the lookup should wait for, a
+// publication event's or one due).
+func (pl planner) answer(p *proc, now int64) Outcome {
 	switch {
 	case p.identity != nil:
 		return OutcomeOK // in the snapshot
@@ -229,10 +234,10 @@ func (pl planner) envDue(p *proc) bool {
 // were not read since its exec or for Config.RecheckInterval: telemetry
 // naming it waits for that read (Probe), so its first batch gets the
 // context its SDK published at start-up, and a pid named again and again is
-// read once per RecheckInterval (noteRecheck tells the snapshot).
+// read once per RecheckInterval (the recheck queue tells the snapshot).
 func (pl planner) contextDue(p *proc, now int64) bool {
 	return pl.cfg.uses(SourceContext) && !pl.pubEvents &&
-		(p.lookedAt == 0 || now-p.lookedAt >= int64(pl.cfg.RecheckInterval))
+		(p.sched.lookedAt == 0 || now-p.sched.lookedAt >= int64(pl.cfg.RecheckInterval))
 }
 
 // nothingToFind reports whether reading p again cannot tell anything new:
@@ -247,13 +252,13 @@ func (pl planner) nothingToFind(p *proc) bool {
 // publication events, ReconcileInterval, or none when events were dropped.
 func (pl planner) rescanDelay(p *proc) time.Duration {
 	if pl.pubEvents {
-		if p.lookedAt <= pl.pubLostAt {
+		if p.sched.lookedAt <= pl.pubLostAt {
 			return 0
 		}
 		return pl.cfg.ReconcileInterval
 	}
 	d := pl.cfg.RescanInterval
-	for i := rescanFastChecks; i <= int(p.rechecks); i++ {
+	for i := rescanFastChecks; i <= int(p.sched.rechecks); i++ {
 		if d >= pl.cfg.RescanMaxInterval/2 {
 			return pl.cfg.RescanMaxInterval
 		}
@@ -262,188 +267,75 @@ func (pl planner) rescanDelay(p *proc) time.Duration {
 	return min(d, pl.cfg.RescanMaxInterval)
 }
 
-// act hands tr to the planner and carries out what it says: the read
-// starts now, or is planned. With startRead and endRead, the one place
-// that changes a process's reads.
-func (t *Tracker) act(pid int, p *proc, tr trigger) {
-	now := t.clock()
-	if (tr.kind == onDue || tr.kind == onRead) && p.planned != causeNone && p.plannedAt <= now {
-		tr.due = p.planned // taken out: the planner says what becomes of it
-		t.setPlan(pid, p, causeNone, 0, now)
-	}
-	rp := t.planner().next(p, tr, now)
-	p.retries, p.young = rp.retries, rp.young
-	switch {
-	case rp.cause == causeNone:
-	case rp.at <= now && p.reading == causeNone:
-		t.enqueue(&job{urgent: rp.cause.urgent(), reqs: []request{t.startRead(pid, p, rp.cause, now)}})
-	default:
-		t.setPlan(pid, p, rp.cause, rp.at, now)
-	}
+// eventsListInterval is how often, while process and publication events
+// both come, scans list the host: the events tell of every fork and exit,
+// the listing finds those they could not (a message the kernel dropped
+// without saying so).
+const eventsListInterval = time.Minute
+
+// scanReads says what a scan starting at now reads of the host: whether
+// it lists it, and whether it reads every publisher's timestamp (full).
+// While process and publication events both come, a scan only finds what
+// they could not tell: it lists the host once per eventsListInterval and
+// reads the publishers' timestamps once per Config.ReconcileInterval, or
+// at once after events were dropped (reconcile) or when asked (relist).
+func (pl planner) scanReads(h *hostState, now int64) (list, full bool) {
+	both := pl.pubEvents && pl.procEvents
+	list = !both || h.reconcile || h.relist || h.listedAt == 0 || now-h.listedAt >= int64(eventsListInterval)
+	full = !both || h.reconcile || h.reconciledAt == 0 || now-h.reconciledAt >= int64(pl.cfg.ReconcileInterval)
+	return list, full
 }
 
-// startRead marks a read of p for c out and returns its request: what to
-// read follows from what is known of p.
-func (t *Tracker) startRead(pid int, p *proc, c cause, now int64) request {
-	r := request{pid: pid, serial: p.serial, cause: c, start: p.start, stalled: p.stall != nil,
-		// A young read looks at the environment again: the one read may
-		// have been its parent's, before its exec.
-		env: (p.env != envRead || c == causeYoung && p.identity == nil) && t.cfg.uses(SourceEnvironment),
-		// A probe of a process whose maps are not due reads only what is.
-		noMaps: c == causeEnviron || !t.cfg.uses(SourceContext) ||
-			c == causeProbe && p.found == OutcomeNoContext && !t.planner().contextDue(p, now)}
-	switch {
-	case p.start == 0 || c == causeListing:
-		r.op = opDiscover
-	case p.hasContext():
-		r.op, r.addr, r.last = opRefresh, p.identity.Addr, p.identity.Context.PublishedAt
-	default:
-		r.op = opLocate
+// listingRead says which read a scan that found p's pid with the inode ino
+// starts now (causeRescan: one its budget may take), causeNone for none.
+func (pl planner) listingRead(p *proc, ino uint64, full bool, now int64) cause {
+	if rp := pl.next(p, trigger{kind: onListing, ino: ino, full: full}, now); rp.at <= now {
+		return rp.cause
 	}
-	if c == causeEvent || p.planned == causeEvent {
-		t.touch(pid) // awaitsEvent may change
-	}
-	p.reading = c
-	if c == causeEvent || c == causeRetry {
-		p.eventReadAt = now
-	}
-	if p.planned == c {
-		p.planned = causeNone // this read is the one planned
-	}
-	return r
+	return causeNone
 }
 
-// endRead notes that the read r is no longer out, and returns the process
-// it was for, nil when that exited or became another incarnation
-// meanwhile (the read is of the past: the probes waiting for it are done),
-// and what lookups said of it while the read was out.
-func (t *Tracker) endRead(r *request) (*proc, Outcome) {
-	p := t.procs[r.pid]
-	if p == nil || p.serial != r.serial {
-		if p == nil || p.reading == causeNone {
-			t.probes.resolve(r.pid)
-		}
-		return nil, OutcomeUnknown
+// rescan is a process without a context due for a rescan.
+type rescan struct {
+	pid int
+	p   *proc
+}
+
+// fitBudget returns the rescans a scan reads: the longest-waiting first,
+// Config.RescanBudget of them. It sorts due.
+func (pl planner) fitBudget(due []rescan) []rescan {
+	slices.SortFunc(due, func(a, b rescan) int { return cmp.Compare(a.p.sched.lookedAt, b.p.sched.lookedAt) })
+	return due[:min(len(due), pl.cfg.RescanBudget)]
+}
+
+// backoff is how long a process is not read after its strikes-th stalled
+// read in a row: Config.QuarantineBackoff, doubling with each strike, up
+// to quarantineGrowth times as long.
+func (pl planner) backoff(strikes uint8) time.Duration {
+	b := pl.cfg.QuarantineBackoff << (strikes - 1)
+	if limit := quarantineGrowth * pl.cfg.QuarantineBackoff; b > limit || b <= 0 {
+		b = limit
 	}
-	now := t.clock()
-	before := t.planner().lookupOutcome(p, now)
-	p.reading = causeNone
-	if p.planned != causeNone && p.plannedAt <= now {
-		// A plan that waited for this read falls due now, however the read
-		// ended (applied, stalled, not run): queued, it cannot be left
-		// waiting for a read no longer out.
-		t.setPlan(r.pid, p, p.planned, now, now)
+	return b
+}
+
+// pace reports whether what was last done at *last (0: never) may be
+// done again at now, at most once per every, and notes it done.
+func pace(last *int64, now int64, every time.Duration) bool {
+	if *last != 0 && now-*last < int64(every) {
+		return false
 	}
-	return p, before
+	*last = now
+	return true
 }
 
-// plannedRead is an entry of the plan queue, which only orders: the plan
-// is the process's (proc.planned, plannedAt); an entry that does not match
-// it when it falls due is dropped.
-type plannedRead struct {
-	at     int64 // clock
-	pid    int32
-	serial uint32
-}
-
-// planQueue orders the planned reads by time.
-type planQueue []plannedRead
-
-func (q planQueue) Len() int           { return len(q) }
-func (q planQueue) Less(i, j int) bool { return q[i].at < q[j].at }
-func (q planQueue) Swap(i, j int)      { q[i], q[j] = q[j], q[i] }
-func (q *planQueue) Push(x any)        { *q = append(*q, x.(plannedRead)) }
-func (q *planQueue) Pop() any {
-	old := *q
-	x := old[len(old)-1]
-	*q = old[:len(old)-1]
-	return x
-}
-
-// maxPlanned bounds the queue; beyond, plans are dropped and the scans'
-// schedule covers those processes.
-const maxPlanned = 1 << 16
-
-// setPlan stores the read the planner planned for p at now (causeNone:
-// none). It is queued for its time unless it waits for the read out (due
-// now: endRead queues it when that read ends, whatever ended it). Later
-// and now are the planner's: read the clock again and a plan a few
-// microseconds ahead would be neither queued nor waiting.
-func (t *Tracker) setPlan(pid int, p *proc, c cause, at, now int64) {
-	if c != causeNone && (at > now || p.reading == causeNone) {
-		if len(t.plan.queue) >= maxPlanned {
-			return
-		}
-		heap.Push(&t.plan.queue, plannedRead{at: at, pid: int32(pid), serial: p.serial})
-	}
-	if c == causeEvent || p.planned == causeEvent {
-		t.touch(pid) // awaitsEvent may change
-	}
-	p.planned, p.plannedAt = c, at
-}
-
-// nextPlanned returns the clock of the earliest planned read or recheck,
-// false when none is.
-func (t *Tracker) nextPlanned() (int64, bool) {
-	at, ok := t.plan.rechecks.next()
-	if q := t.plan.queue; len(q) > 0 && (!ok || q[0].at < at) {
-		at, ok = q[0].at, true
-	}
-	return at, ok
-}
-
-// runPlans starts the planned reads that are due.
-func (t *Tracker) runPlans() {
-	now := t.clock()
-	for len(t.plan.queue) > 0 && t.plan.queue[0].at <= now {
-		e := heap.Pop(&t.plan.queue).(plannedRead)
-		pid := int(e.pid)
-		if p := t.procs[pid]; p != nil && p.serial == e.serial && p.planned != causeNone && p.plannedAt == e.at {
-			t.act(pid, p, trigger{kind: onDue})
-		}
-	}
-}
-
-// recheckQueue holds, in the order they fall due, the times when
-// processes read without a context are due for a read again
-// (contextDue): the snapshot must say so then, for lookups to wait for
-// that read. An entry whose process was read again since is only a
-// snapshot update for nothing.
-type recheckQueue struct {
-	q    []plannedRead
-	head int
-}
-
-// noteRecheck notes that p's maps were just read without finding a
-// context: due again after Config.RecheckInterval.
-func (t *Tracker) noteRecheck(pid int, p *proc) {
-	q := &t.plan.rechecks
-	if !t.cfg.uses(SourceContext) || t.events.live&PublicationEvents != 0 || len(q.q)-q.head >= maxPlanned {
-		return
-	}
-	q.q = append(q.q, plannedRead{at: p.lookedAt + int64(t.cfg.RecheckInterval), pid: int32(pid), serial: p.serial})
-}
-
-func (q *recheckQueue) next() (int64, bool) {
-	if q.head == len(q.q) {
+// recheckAt says when p, whose maps were just read without a context, is
+// due for a read again (contextDue: the snapshot must say so then, for
+// lookups to wait for that read); false while publication events tell
+// when it publishes, or contexts are not a source.
+func (pl planner) recheckAt(p *proc) (int64, bool) {
+	if !pl.cfg.uses(SourceContext) || pl.pubEvents {
 		return 0, false
 	}
-	return q.q[q.head].at, true
-}
-
-// markRechecks notes for the snapshot the processes whose rechecks fell
-// due.
-func (t *Tracker) markRechecks() {
-	q, now := &t.plan.rechecks, t.clock()
-	for ; q.head < len(q.q) && q.q[q.head].at <= now; q.head++ {
-		e := q.q[q.head]
-		if p := t.procs[int(e.pid)]; p != nil && p.serial == e.serial {
-			t.touch(int(e.pid))
-		}
-	}
-	// Reuse the space of the entries gone: at once when none is left,
-	// else once they are most of it.
-	if q.head == len(q.q) || q.head > len(q.q)/2 && q.head > 1024 {
-		q.q, q.head = append(q.q[:0], q.q[q.head:]...), 0
-	}
+	return p.sched.lookedAt + int64(pl.cfg.RecheckInterval), true
 }

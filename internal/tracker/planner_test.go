@@ -18,24 +18,24 @@ func TestPlanner(t *testing.T) {
 
 	fresh := func() *proc { return &proc{} }
 	silent := func() *proc { // read, publishes nothing, environment read, looked at long ago
-		return &proc{start: 100, ino: 7, found: OutcomeNoContext, env: envRead, lookedAt: now - int64(30*time.Minute)}
+		return &proc{start: 100, ino: 7, found: OutcomeNoContext, env: envRead, sched: schedule{lookedAt: now - int64(30*time.Minute)}}
 	}
 	with := func(p *proc, f func(*proc)) *proc { f(p); return p }
 	publisher := with(silent(), func(p *proc) { p.identity, p.found = &Process{Source: SourceContext}, OutcomeOK })
 	envNamed := with(silent(), func(p *proc) { p.identity, p.found = &Process{Source: SourceEnvironment}, OutcomeOK })
 	kernel := with(silent(), func(p *proc) { p.kernel = true })
-	reading := with(silent(), func(p *proc) { p.reading = causeRescan })
-	quarantined := with(silent(), func(p *proc) { p.stall = &stall{until: now + 30*sec, strikes: 1} })
-	stuck := with(silent(), func(p *proc) { p.stall = &stall{stuck: stuckMemFile} })
-	eventGap := with(silent(), func(p *proc) { p.eventReadAt = now - 4*ms })
+	reading := with(silent(), func(p *proc) { p.sched.reading = causeRescan })
+	quarantined := with(silent(), func(p *proc) { p.sched.stall = &stall{until: now + 30*sec, strikes: 1} })
+	stuck := with(silent(), func(p *proc) { p.sched.stall = &stall{stuck: stuckMemFile} })
+	eventGap := with(silent(), func(p *proc) { p.sched.eventReadAt = now - 4*ms })
 	forked := &proc{found: OutcomeNoContext} // known from a fork event only
-	recent := with(silent(), func(p *proc) { p.lookedAt = now - sec })
-	envUnread := with(silent(), func(p *proc) { p.env, p.lookedAt = envUnread, now-sec })
-	retried := func(n uint8) *proc { return with(silent(), func(p *proc) { p.retries = n }) }
-	young := func(n uint8) *proc { return with(silent(), func(p *proc) { p.young = n }) }
+	recent := with(silent(), func(p *proc) { p.sched.lookedAt = now - sec })
+	envUnread := with(silent(), func(p *proc) { p.env, p.sched.lookedAt = envUnread, now-sec })
+	retried := func(n uint8) *proc { return with(silent(), func(p *proc) { p.sched.retries = n }) }
+	young := func(n uint8) *proc { return with(silent(), func(p *proc) { p.sched.young = n }) }
 	plannedAs := func(p *proc, c cause, at int64) *proc {
 		q := *p
-		q.planned, q.plannedAt = c, at
+		q.sched.planned, q.sched.plannedAt = c, at
 		return &q
 	}
 
@@ -91,7 +91,7 @@ func TestPlanner(t *testing.T) {
 
 		// Publication events: a new retry series.
 		{"publish: a new retry series", evented, retried(3), trigger{kind: onPublish}, at(causeEvent, now)},
-		{"publish: a read out", evented, with(retried(3), func(p *proc) { p.reading = causeRescan }), trigger{kind: onPublish}, at(causeEvent, now)},
+		{"publish: a read out", evented, with(retried(3), func(p *proc) { p.sched.reading = causeRescan }), trigger{kind: onPublish}, at(causeEvent, now)},
 		{"publish: read an instant ago", evented, eventGap, trigger{kind: onPublish}, at(causeEvent, now+6*ms)},
 		{"publish: kernel thread", evented, kernel, trigger{kind: onPublish}, none},
 		{"publish: quarantined", evented, quarantined, trigger{kind: onPublish}, none},
@@ -109,7 +109,7 @@ func TestPlanner(t *testing.T) {
 		{"probe: maps read recently", polling, recent, trigger{kind: onProbe}, none},
 		{"probe: publisher", polling, publisher, trigger{kind: onProbe}, none},
 		{"probe: an event's read planned: lookups wait", evented, plannedAs(silent(), causeEvent, now+5*ms), trigger{kind: onProbe}, at(causeProbe, now)},
-		{"probe: a read out", polling, with(fresh(), func(p *proc) { p.reading = causeListing }), trigger{kind: onProbe}, none},
+		{"probe: a read out", polling, with(fresh(), func(p *proc) { p.sched.reading = causeListing }), trigger{kind: onProbe}, none},
 
 		// Quarantine.
 		{"stall", polling, quarantined, trigger{kind: onStall}, at(causeQuarantine, now+30*sec)},
@@ -123,10 +123,10 @@ func TestPlanner(t *testing.T) {
 		{"due: young, nothing to find", planner{cfg: &envOnly}, silent(), trigger{kind: onDue, due: causeYoung}, none},
 		{"due: environment", evented, envUnread, trigger{kind: onDue, due: causeEnviron}, at(causeEnviron, now)},
 		{"due: environment read already", evented, silent(), trigger{kind: onDue, due: causeEnviron}, none},
-		{"due: quarantine over", polling, with(silent(), func(p *proc) { p.stall = &stall{until: now} }), trigger{kind: onDue, due: causeQuarantine}, at(causeQuarantine, now)},
+		{"due: quarantine over", polling, with(silent(), func(p *proc) { p.sched.stall = &stall{until: now} }), trigger{kind: onDue, due: causeQuarantine}, at(causeQuarantine, now)},
 		{"due: quarantined still", polling, quarantined, trigger{kind: onDue, due: causeYoung}, at(causeQuarantine, now+30*sec)},
 		{"due: an event's, read an instant ago", evented, eventGap, trigger{kind: onDue, due: causeEvent}, at(causeEvent, now+6*ms)},
-		{"due: retry, a read out", evented, with(retried(1), func(p *proc) { p.reading = causeProbe }), trigger{kind: onDue, due: causeRetry}, series(at(causeRetry, now), 1, 0)},
+		{"due: retry, a read out", evented, with(retried(1), func(p *proc) { p.sched.reading = causeProbe }), trigger{kind: onDue, due: causeRetry}, series(at(causeRetry, now), 1, 0)},
 
 		// A read returned: the retry and young series.
 		{"read: a plan fell due meanwhile", evented, silent(), trigger{kind: onRead, read: causeRescan, found: OutcomeNoContext, due: causeEvent}, at(causeEvent, now)},
@@ -165,28 +165,109 @@ func TestPlanner(t *testing.T) {
 func TestPlanQueuedWhileTheClockMoves(t *testing.T) {
 	base := time.Unix(1000, 0)
 	ticks := 0
-	tr, err := New(nil, DefaultConfig(), zap.NewNop(), WithClock(func() time.Time {
+	trk, err := New(nil, DefaultConfig(), zap.NewNop(), WithClock(func() time.Time {
 		ticks++
 		return base.Add(time.Duration(ticks) * time.Microsecond)
 	}))
 	require.NoError(t, err)
-	tr.epoch, tr.events.live = base, PublicationEvents
+	tr := trk.loop
+	tr.epoch = base
+	tr.events.on.Store(uint32(PublicationEvents))
 	for d := -100; d <= 100; d++ {
 		pid := 1000 + d
 		p := tr.newProc(pid)
 		p.start, p.found, p.env = 100, OutcomeNoContext, envRead
 		// The last event's read began almost minEventGap ago: the next
 		// may start minEventGap after it.
-		p.eventReadAt = tr.clock() - int64(minEventGap) + int64(d)*int64(time.Microsecond)
-		tr.act(pid, p, trigger{kind: onPublish})
-		if p.reading != causeNone {
+		p.sched.eventReadAt = tr.clock() - int64(minEventGap) + int64(d)*int64(time.Microsecond)
+		tr.sched.act(pid, p, trigger{kind: onPublish})
+		if p.sched.reading != causeNone {
 			continue // read at once
 		}
-		require.Equal(t, causeEvent, p.planned, "offset %d µs", d)
+		require.Equal(t, causeEvent, p.sched.planned, "offset %d µs", d)
 		queued := false
-		for _, e := range tr.plan.queue {
-			queued = queued || int(e.pid) == pid && e.serial == p.serial && e.at == p.plannedAt
+		for _, e := range tr.sched.plans {
+			queued = queued || int(e.pid) == pid && e.serial == p.serial && e.at == p.sched.plannedAt
 		}
-		assert.True(t, queued, "offset %d µs: a read planned at %d is not queued", d, p.plannedAt)
+		assert.True(t, queued, "offset %d µs: a read planned at %d is not queued", d, p.sched.plannedAt)
 	}
+}
+
+// The planner's decisions of the host, case by case: whether a scan lists
+// it and reads every publisher, which late publishers fit the rescan
+// budget, the quarantine backoff, the pace of the scans dropped events and
+// ScanSoon start, of warnings and of the reads of the collector's own
+// privileges, and when a process read without a context is due again.
+func TestPlannerHost(t *testing.T) {
+	const now = int64(10 * time.Hour)
+	sec := int64(time.Second)
+	cfg := DefaultConfig()
+	polling := planner{cfg: &cfg}
+	both := planner{cfg: &cfg, pubEvents: true, procEvents: true}
+	procOnly := planner{cfg: &cfg, procEvents: true}
+
+	// What a scan reads.
+	listedNow := hostState{listedAt: now - sec, reconciledAt: now - sec}
+	scanTests := []struct {
+		name       string
+		pl         planner
+		h          hostState
+		list, full bool
+	}{
+		{"polling: every scan lists and reads every publisher", polling, listedNow, true, true},
+		{"process events only: the same", procOnly, listedNow, true, true},
+		{"both events: the first scan", both, hostState{}, true, true},
+		{"both events: listed a second ago", both, listedNow, false, false},
+		{"both events: listed a minute ago", both, hostState{listedAt: now - int64(eventsListInterval), reconciledAt: now - sec}, true, false},
+		{"both events: reconciled an hour ago", both, hostState{listedAt: now - int64(eventsListInterval), reconciledAt: now - int64(cfg.ReconcileInterval)}, true, true},
+		{"both events: events dropped", both, hostState{listedAt: now - sec, reconciledAt: now - sec, reconcile: true}, true, true},
+		{"both events: asked to list (ScanSoon, procfs back)", both, hostState{listedAt: now - sec, reconciledAt: now - sec, relist: true}, true, false},
+	}
+	for _, tt := range scanTests {
+		t.Run(tt.name, func(t *testing.T) {
+			list, full := tt.pl.scanReads(&tt.h, now)
+			assert.Equal(t, []bool{tt.list, tt.full}, []bool{list, full})
+		})
+	}
+
+	t.Run("rescan budget: the longest-waiting first, within the budget", func(t *testing.T) {
+		small := DefaultConfig()
+		small.RescanBudget = 2
+		due := []rescan{{1, &proc{sched: schedule{lookedAt: 30}}}, {2, &proc{sched: schedule{lookedAt: 10}}}, {3, &proc{sched: schedule{lookedAt: 20}}}}
+		var pids []int
+		for _, r := range (planner{cfg: &small}).fitBudget(due) {
+			pids = append(pids, r.pid)
+		}
+		assert.Equal(t, []int{2, 3}, pids)
+	})
+
+	t.Run("quarantine backoff: doubling, bounded", func(t *testing.T) {
+		b := cfg.QuarantineBackoff
+		for strikes, want := range map[uint8]time.Duration{1: b, 2: 2 * b, 5: 16 * b, 6: quarantineGrowth * b, 16: quarantineGrowth * b} {
+			assert.Equal(t, want, polling.backoff(strikes), "strikes %d", strikes)
+		}
+	})
+
+	t.Run("paced: dropped events' and ScanSoon's scans, warnings, privileges", func(t *testing.T) {
+		every := cfg.RecheckInterval
+		var last int64
+		assert.True(t, pace(&last, now, every), "the first")
+		assert.Equal(t, now, last)
+		assert.False(t, pace(&last, now+int64(every)-1, every))
+		assert.Equal(t, now, last, "not done: not noted")
+		assert.True(t, pace(&last, now+int64(every), every))
+	})
+
+	t.Run("rechecks: while polling for contexts only", func(t *testing.T) {
+		p := &proc{sched: schedule{lookedAt: now}}
+		at, ok := polling.recheckAt(p)
+		assert.True(t, ok)
+		assert.Equal(t, now+int64(cfg.RecheckInterval), at)
+		_, ok = both.recheckAt(p)
+		assert.False(t, ok, "publication events tell when it publishes")
+		envOnly := DefaultConfig()
+		envOnly.Sources = []Source{SourceEnvironment}
+		_, ok = planner{cfg: &envOnly}.recheckAt(p)
+		assert.False(t, ok, "contexts are not a source")
+	})
 }

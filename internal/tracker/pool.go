@@ -1,6 +1,7 @@
 package tracker
 
 import (
+	"context"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -34,20 +35,37 @@ const (
 	jobNotRun  // no reader was left to run it
 )
 
-// begin marks request i started; false when the job was abandoned. It is
-// the one place that decides how memory is read: through the mem file,
-// which fails at once where process_vm_readv waits, once a read of the
-// process stalled, or for every process when memFileOnly.
-func (j *job) begin(i int, now time.Time, memFileOnly bool) bool {
+// begin marks request i started, unless it was taken (skip) or the job
+// abandoned (stop). It is the one place that decides how memory is read:
+// through the mem file, which fails at once where process_vm_readv waits,
+// once a read of the process stalled, or for every process when
+// memFileOnly.
+func (j *job) begin(i int, now time.Time, memFileOnly bool) (skip, stop bool) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if j.state != jobQueued && j.state != jobRunning {
-		return false
+	switch {
+	case j.state != jobQueued && j.state != jobRunning:
+		return false, true
+	case j.reqs[i].taken:
+		return true, false
 	}
 	j.state, j.cur, j.since = jobRunning, i, now
 	if memFileOnly || j.reqs[i].stalled {
 		j.reqs[i].via = reader.ViaMemFile
 	}
+	return false, false
+}
+
+// take takes request i out of the job when it has not begun (the job is
+// queued, or reads an earlier request, which may hold it until its
+// deadline): the caller runs it elsewhere. Only the tracker's loop calls it.
+func (j *job) take(i int) bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.reqs[i].taken || j.state != jobQueued && (j.state != jobRunning || i <= j.cur) {
+		return false
+	}
+	j.reqs[i].taken = true
 	return true
 }
 
@@ -95,45 +113,102 @@ type worker struct {
 	replaced bool
 }
 
-// pool runs jobs on worker goroutines; the tracker's loop abandons a
-// request that does not return within the timeout (abandonOverdue). Results go to
-// the loop.
+// pool is the readers and their jobs: worker goroutines run the jobs the
+// loop queues (enqueue: urgent ones first), the loop abandons a request
+// that does not return within the timeout (abandonOverdue) and takes the
+// results back (back). The loop alone touches free and out; the workers
+// share the rest, under mu.
 type pool struct {
 	host       Host
 	timeout    time.Duration
 	maxStalled int
 	now        func() time.Time
 
-	urgent, normal chan *job
-	results        chan *job // done, stalled and not-run jobs, for the loop
-	released       chan int  // pids whose abandoned read returned
-	stop           chan struct{}
-	stopOnce       sync.Once
+	// The loop's: done jobs kept for reuse, and how many jobs are queued
+	// or read and not back yet.
+	free []*job
+	out  int
 
-	mu      sync.Mutex
-	live    map[*worker]struct{}
-	stalled int // abandoned workers still blocked
+	results  chan *job // done, stalled and not-run jobs, for the loop
+	released chan int  // pids whose abandoned read returned
+	stop     chan struct{}
+	stopOnce sync.Once
+
+	mu             sync.Mutex
+	queued         sync.Cond // a job was queued, or the pool closed
+	urgent, normal []*job    // the jobs waiting for a worker
+	live           map[*worker]struct{}
+	stalled        int // abandoned workers still blocked
+	running        int // worker goroutines, stuck ones too
+	exited         chan struct{}
 	// memFileOnly: MaxStalled workers are blocked: read all memory
 	// through the mem file, which fails at once where process_vm_readv
 	// waits.
 	memFileOnly atomic.Bool
-	wg          sync.WaitGroup // every worker goroutine, stuck ones too
 }
 
+const (
+	// jobSize is the most requests one job of a scan carries.
+	jobSize = 128
+	// maxFreeJobs is how many done jobs are kept for reuse: enough for a
+	// steady scan, not a discovery's worth of memory.
+	maxFreeJobs = 2
+)
+
 func newPool(host Host, cfg Config, now func() time.Time) *pool {
-	return &pool{
+	p := &pool{
 		host:       host,
 		timeout:    cfg.ReadTimeout,
 		maxStalled: cfg.MaxStalled,
 		now:        now,
-		urgent:     make(chan *job, 16),
-		normal:     make(chan *job, 4*cfg.Readers),
 		results:    make(chan *job, 16),
 		released:   make(chan int, 16),
 		stop:       make(chan struct{}),
+		exited:     make(chan struct{}, 1),
 		live:       map[*worker]struct{}{},
 	}
+	p.queued.L = &p.mu
+	return p
 }
+
+// newJob returns an empty job, reusing one whose reads are done.
+func (p *pool) newJob() *job {
+	if n := len(p.free); n > 0 {
+		j := p.free[n-1]
+		p.free = p.free[:n-1]
+		return j
+	}
+	return &job{reqs: make([]request, 0, jobSize)}
+}
+
+// enqueue queues j for the workers: urgent ones before any scan work.
+func (p *pool) enqueue(j *job) {
+	p.out++
+	p.mu.Lock()
+	if j.urgent {
+		p.urgent = append(p.urgent, j)
+	} else {
+		p.normal = append(p.normal, j)
+	}
+	p.mu.Unlock()
+	p.queued.Signal()
+}
+
+// back notes that j came back from the workers, and keeps it for reuse
+// when its reads are all done (a stalled job is not: its reader may still
+// write into it).
+func (p *pool) back(j *job) {
+	p.out--
+	if j.state != jobDone || cap(j.reqs) != jobSize || len(p.free) >= maxFreeJobs {
+		return
+	}
+	clear(j.reqs)
+	*j = job{reqs: j.reqs[:0]}
+	p.free = append(p.free, j)
+}
+
+// busy reports whether a job is queued or read and not back.
+func (p *pool) busy() bool { return p.out > 0 }
 
 func (p *pool) start(workers int) {
 	p.mu.Lock()
@@ -146,13 +221,56 @@ func (p *pool) start(workers int) {
 func (p *pool) spawnLocked() {
 	w := &worker{}
 	p.live[w] = struct{}{}
-	p.wg.Add(1)
+	p.running++
 	go p.work(w)
 }
 
 // close stops the workers after their current request; a worker blocked
 // in a read exits when the read returns.
-func (p *pool) close() { p.stopOnce.Do(func() { close(p.stop) }) }
+func (p *pool) close() {
+	p.stopOnce.Do(func() {
+		p.mu.Lock()
+		close(p.stop)
+		p.mu.Unlock()
+		p.queued.Broadcast()
+	})
+}
+
+// quiesce waits, once the pool is closed, until the only workers left are
+// in a read (each exits when its read returns), or ctx ends. It starts no
+// goroutine: what it leaves are the reads StuckReads counts, or reads
+// about to return.
+func (p *pool) quiesce(ctx context.Context) {
+	for {
+		p.mu.Lock()
+		idle := p.running - p.stalled
+		for w := range p.live {
+			if w.current.Load() != nil {
+				idle--
+			}
+		}
+		p.mu.Unlock()
+		if idle <= 0 {
+			return
+		}
+		select {
+		case <-p.exited:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// exit notes that a worker goroutine ends.
+func (p *pool) exit() {
+	p.mu.Lock()
+	p.running--
+	p.mu.Unlock()
+	select {
+	case p.exited <- struct{}{}:
+	default:
+	}
+}
 
 // stuck returns how many reads were abandoned at their deadline and have
 // not returned yet (each holds a goroutine).
@@ -164,23 +282,27 @@ func (p *pool) stuck() int {
 
 // next returns the next job, urgent ones first; nil once the pool stops.
 func (p *pool) next() *job {
-	select {
-	case j := <-p.urgent:
-		return j
-	default:
-	}
-	select {
-	case j := <-p.urgent:
-		return j
-	case j := <-p.normal:
-		return j
-	case <-p.stop:
-		return nil
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for {
+		select {
+		case <-p.stop:
+			return nil
+		default:
+		}
+		for _, q := range []*[]*job{&p.urgent, &p.normal} {
+			if len(*q) > 0 {
+				j := (*q)[0]
+				(*q)[0], *q = nil, (*q)[1:]
+				return j
+			}
+		}
+		p.queued.Wait()
 	}
 }
 
 func (p *pool) work(w *worker) {
-	defer p.wg.Done()
+	defer p.exit()
 	for {
 		j := p.next()
 		if j == nil {
@@ -215,8 +337,10 @@ func (p *pool) work(w *worker) {
 
 func (p *pool) run(j *job) {
 	for i := range j.reqs {
-		if !j.begin(i, p.now(), p.memFileOnly.Load()) {
+		if skip, stop := j.begin(i, p.now(), p.memFileOnly.Load()); stop {
 			return
+		} else if skip {
+			continue
 		}
 		select {
 		case <-p.stop:
@@ -235,13 +359,14 @@ func send[T any](c chan<- T, v T, stop <-chan struct{}) {
 	}
 }
 
-// abandonOverdue abandons the requests that overran their deadline, replacing
-// their workers, and returns their jobs; when no worker is left, it also
-// returns the queued jobs, not run. The tracker's loop calls it every
+// abandonOverdue abandons the requests that overran their deadline,
+// replacing their workers, and returns their jobs; when no worker is
+// left, it also returns the queued jobs, not run. The loop calls it every
 // superviseTick while jobs are out.
 func (p *pool) abandonOverdue() []*job {
 	deadline := p.now().Add(-p.timeout)
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	var expired []*job
 	for w := range p.live {
 		j := w.current.Load()
@@ -258,31 +383,18 @@ func (p *pool) abandonOverdue() []*job {
 			p.memFileOnly.Store(true)
 		}
 	}
-	none := len(p.live) == 0
-	p.mu.Unlock()
-	if none {
-		expired = append(expired, p.drain()...)
+	if len(p.live) == 0 {
+		// No worker is left to run the queued jobs.
+		for _, j := range append(p.urgent, p.normal...) {
+			j.mu.Lock()
+			j.state = jobNotRun
+			j.mu.Unlock()
+			expired = append(expired, j)
+		}
+		p.urgent, p.normal = nil, nil
 	}
 	return expired
 }
 
 // superviseTick is how often the loop looks for overdue reads.
 func (p *pool) superviseTick() time.Duration { return max(p.timeout/4, time.Millisecond) }
-
-// drain takes back the queued jobs when no worker is left to run them.
-func (p *pool) drain() []*job {
-	var out []*job
-	for {
-		var j *job
-		select {
-		case j = <-p.urgent:
-		case j = <-p.normal:
-		default:
-			return out
-		}
-		j.mu.Lock()
-		j.state = jobNotRun
-		j.mu.Unlock()
-		out = append(out, j)
-	}
-}

@@ -14,7 +14,10 @@ type probeWait struct {
 	done   chan struct{}
 }
 
-// probes are the Probe calls waiting for reads.
+// probes is the Probe calls waiting for reads: the loop makes a call wait
+// for the reads it needs (wait), counts each read in (resolve), and wakes
+// the calls whose reads are all in with the flush that publishes what they
+// found (wake).
 type probes struct {
 	waiting map[int][]*probeWait // by pid
 	// ended are the calls whose reads are all applied: closed once the
@@ -27,19 +30,20 @@ type probes struct {
 // with a read due (their environment not read since their exec, or their
 // maps not for Config.RecheckInterval while no publication events come).
 // The returned channel is closed once each of them has been read (or its
-// read abandoned); nil means the tracker cannot take the request now.
+// read abandoned) and the snapshot and the subscribers have what the reads
+// found; nil means the tracker cannot take the request now.
 // within is how long the caller waits: the reads go on after that, and a
 // later snapshot has their results, but a later Probe does not wait for a
 // read that every call waiting for it has given up on (a batch naming
 // 1,000 pids whose reads take seconds holds one caller for within, not
 // each that comes while the reads go on).
 func (t *Tracker) Probe(pids []int, within time.Duration) <-chan struct{} {
-	if len(pids) == 0 || !t.started.Load() {
+	if len(pids) == 0 || !t.loop.started.Load() {
 		return nil
 	}
 	w := &probeWait{pids: slices.Clone(pids), within: within, done: make(chan struct{})}
 	select {
-	case t.probeC <- w:
+	case t.loop.probeC <- w:
 		return w.done
 	default:
 		return nil
@@ -53,12 +57,12 @@ func (t *Tracker) Probe(pids []int, within time.Duration) <-chan struct{} {
 // progress, or the one started, finishes; nil when none is (it never
 // blocks).
 func (t *Tracker) ScanSoon() <-chan struct{} {
-	if !t.started.Load() {
+	if !t.loop.started.Load() {
 		return nil
 	}
 	done := make(chan struct{})
 	select {
-	case t.scanC <- done:
+	case t.loop.scanC <- done:
 		return done
 	default:
 		return nil
@@ -68,38 +72,42 @@ func (t *Tracker) ScanSoon() <-chan struct{} {
 // probe handles a Probe call: a pid whose lookup cannot answer is read
 // now; the call waits for the reads that may tell what the snapshot does
 // not know yet.
-func (t *Tracker) probe(w *probeWait) {
-	now := t.clock()
+func (l *loop) probe(w *probeWait) {
+	now := l.clock()
 	w.until = now + int64(w.within)
 	for _, pid := range w.pids {
 		if !ValidPID(pid) {
 			continue
 		}
-		p := t.procs[pid]
+		p := l.reg.get(pid)
 		if p == nil {
-			p = t.newProc(pid)
+			p = l.newProc(pid)
 		}
-		t.act(pid, p, trigger{kind: onProbe})
-		if t.planner().lookupOutcome(p, now) == OutcomeUnknown && (p.reading != causeNone || p.planned != causeNone) &&
-			!t.probes.givenUp(pid, now) {
-			t.probes.waiting[pid] = append(t.probes.waiting[pid], w)
-			w.left++
+		l.sched.act(pid, p, trigger{kind: onProbe})
+		if l.sched.answer(p, now) == OutcomeUnknown && p.sched.busy() && l.probes.wait(w, pid, now) {
+			l.sched.expedite(pid, p)
 		}
 	}
-	if w.left == 0 {
-		t.probes.ended = append(t.probes.ended, w.done)
-	}
+	l.probes.waited(w)
 }
 
-// givenUp reports whether every probe waiting for pid has given up on it.
-func (ps *probes) givenUp(pid int, now int64) bool {
+// wait makes w wait for the read of pid, unless every probe waiting for
+// it has given up on it; it reports whether w waits.
+func (ps *probes) wait(w *probeWait, pid int, now int64) bool {
 	ws := ps.waiting[pid]
-	for _, w := range ws {
-		if w.until > now {
-			return false
-		}
+	if len(ws) > 0 && !slices.ContainsFunc(ws, func(o *probeWait) bool { return o.until > now }) {
+		return false
 	}
-	return len(ws) > 0
+	ps.waiting[pid] = append(ws, w)
+	w.left++
+	return true
+}
+
+// waited ends w with the next snapshot when it waits for no read.
+func (ps *probes) waited(w *probeWait) {
+	if w.left == 0 {
+		ps.ended = append(ps.ended, w.done)
+	}
 }
 
 // waitsFor reports whether a probe waits for pid.
@@ -134,11 +142,9 @@ func (ps *probes) cancel() {
 }
 
 // scanSoon handles a ScanSoon call.
-func (t *Tracker) scanSoon(done chan struct{}) {
-	if now := t.clock(); t.scans.cur == nil && (t.discovery.lastSoon == 0 || now-t.discovery.lastSoon >= int64(t.cfg.RecheckInterval)) {
-		t.discovery.lastSoon = now
-		t.discovery.listNext = true
-		t.startScan()
+func (l *loop) scanSoon(done chan struct{}) {
+	if l.sched.allowScanSoon(l.scans.inProgress() != 0) {
+		l.startScan()
 	}
-	t.waitForScan(done)
+	l.scans.wait(done)
 }

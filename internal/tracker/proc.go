@@ -23,32 +23,19 @@ type proc struct {
 	// it unread: when the context ends, the environment is read again, in
 	// the same read.
 	env envState
+	// deniedForGood: its denial was said, once, to be one no setting
+	// lifts; the reports leave it out.
+	deniedForGood bool
 
-	// Its reads: the one out, the one planned (the planner says which).
-	reading, planned cause
-	// retries counts the reads of its retry series, young of its young
-	// series; rechecks its maps reads without a context since it last
-	// changed (the rescan backoff).
-	retries, young, rechecks uint8
-	plannedAt                int64 // clock; at most now: once the read out returns
-	// lookedAt is the clock of its last maps read, or of the fork or exec
-	// event that told without one, while publication events come, that it
-	// publishes nothing; 0: not looked at since its exec.
-	lookedAt int64
-	// eventReadAt is the clock of the last read a publication event
-	// caused: a process calling prctl in a loop is read once per
-	// minEventGap, not in a loop.
-	eventReadAt int64
 	// imageAt is the kernel time (Event.Time's clock) of the newest look
 	// at its current image: its last publication event, or the start of a
 	// read that found its identity. An exec or exit reported older than
 	// that is a previous image's or process's, late (the sources are
 	// other paths than the reads).
 	imageAt uint64
-	stall   *stall // nil until a read of it stalled
-	// deniedForGood: its denial was said, once, to be one no setting
-	// lifts; the reports leave it out.
-	deniedForGood bool
+
+	// Its reads: the scheduler's alone.
+	sched schedule
 }
 
 // cause is why a process is read. The planner says whether and when; what
@@ -126,79 +113,13 @@ const (
 	envRead
 )
 
-// stall is the record of a process whose reads did not return in time.
-type stall struct {
-	until   int64 // clock before which it is not read; 0: it answered since
-	strikes uint8 // stalls since it last answered: the backoff doubles with each
-	stuck   stuckRead
-}
-
-// stuckRead is a read of the process abandoned at its deadline that has
-// not returned yet.
-type stuckRead uint8
-
-const (
-	notStuck stuckRead = iota
-	// stuckVMReadv: stuck in process_vm_readv (or another file): the mem
-	// file, which fails at once on userfaultfd pages, may still be read.
-	stuckVMReadv
-	// stuckMemFile: stuck even through the mem file: not read again until
-	// that read returns.
-	stuckMemFile
-)
-
-// blocks reports whether the stall keeps the process from being read now.
-func (s *stall) blocks(now int64) bool {
-	return s != nil && (now < s.until || s.stuck == stuckMemFile)
-}
-
-// quarantined reports whether its last read stalled and none answered
-// since.
-func (p *proc) quarantined() bool { return p.stall != nil && p.stall.strikes > 0 }
-
 // awaitsEvent reports whether a publication event's read of a process
 // without a publication is out or planned: it may have just published, so
 // lookups say it is not known yet and probes wait for that read.
 func (p *proc) awaitsEvent() bool {
-	return p.identity == nil && (p.reading == causeEvent || p.planned == causeEvent)
+	return p.identity == nil && (p.sched.reading == causeEvent || p.sched.planned == causeEvent)
 }
 
-// publishes reports whether p publishes a context (and is not only named
+// hasContext reports whether p publishes a context (and is not only named
 // by its environment).
 func (p *proc) hasContext() bool { return p.identity != nil && p.identity.Source == SourceContext }
-
-// newProc records a pid not known before.
-func (t *Tracker) newProc(pid int) *proc {
-	t.serials++
-	p := &proc{serial: t.serials, listedIn: t.scans.gen}
-	t.procs[pid] = p
-	t.touch(pid)
-	return p
-}
-
-// newIncarnation makes p a new incarnation of its pid, after an exec (the
-// same process with a new image: ended Unpublished) or when the pid names
-// another process (ended Exited). Its publication ends, and reads out or
-// planned for the old incarnation are of the past (a new serial). What is
-// the pid's rather than the image's stays: its listing and inode, the time
-// of its last publication event (an older exit is a previous process's)
-// and, after an exec, the record of a stalled read. start is the new
-// incarnation's, 0 when not known yet.
-func (t *Tracker) newIncarnation(pid int, p *proc, ended ChangeKind, start uint64) {
-	t.endPublication(pid, p, ended)
-	old := *p
-	t.serials++
-	*p = proc{serial: t.serials, listedIn: old.listedIn, ino: old.ino, start: start, imageAt: old.imageAt}
-	if ended == Unpublished {
-		p.stall = old.stall
-	}
-	t.touch(pid)
-}
-
-// forget drops a process that exited. Lookups of its pid say so (without a
-// read) until a listing or an event names the pid again.
-func (t *Tracker) forget(pid int, p *proc) {
-	t.endPublication(pid, p, Exited)
-	delete(t.procs, pid)
-	t.touch(pid)
-}

@@ -103,15 +103,3 @@ func (v View) Of(p *Process) any {
 	}
 	return nil
 }
-
-// withViews returns a copy of p with the values of views.
-func (p *Process) withViews(views []view) *Process {
-	c := *p
-	c.views = make([]any, len(views))
-	for i, v := range views {
-		if v.fn != nil {
-			c.views[i] = v.fn(&c)
-		}
-	}
-	return &c
-}

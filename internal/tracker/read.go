@@ -47,6 +47,9 @@ type request struct {
 	// incarnation: proc.env); noMaps: look for no context (an exec's
 	// environment read, or contexts not a source).
 	env, noMaps bool
+	// taken: moved to a job of its own before it began (Tracker.expedite);
+	// this job neither reads nor applies it.
+	taken bool
 
 	res result
 }
@@ -54,7 +57,7 @@ type request struct {
 // result is what a request found.
 type result struct {
 	err       error
-	start     uint64
+	start     uint64 // opDiscover: the start time read
 	addr      uint64
 	ctx       otep.Context
 	changed   bool             // opRefresh: a new context was read
@@ -71,6 +74,15 @@ type result struct {
 	// readAt is Host.KernelTime when the read began: an exec or exit the
 	// kernel reported before it came before what the read found.
 	readAt uint64
+}
+
+// startTime is the start time of the process the request reads: the one
+// its discover read found, else the one known.
+func (r *request) startTime() uint64 {
+	if r.op == opDiscover {
+		return r.res.start
+	}
+	return r.start
 }
 
 // outcome classifies the result.
@@ -110,9 +122,8 @@ func read(h Host, r *request) {
 			r.res.err = fmt.Errorf("pid %d: kernel thread: %w", r.pid, otep.ErrNoContext)
 			return
 		}
-	case opLocate, opRefresh:
-		r.res.start = r.start
-		if r.op == opRefresh && !refresh(h, r) {
+	case opRefresh:
+		if !refresh(h, r) {
 			return
 		}
 	}
@@ -225,7 +236,7 @@ func identify(h Host, r *request) {
 	switch {
 	case err != nil:
 		r.res.err = fmt.Errorf("identity: %w", err)
-	case id.StartTicks != r.res.start:
+	case id.StartTicks != r.startTime():
 		r.res.err = fmt.Errorf("pid %d: %w", r.pid, errPidReused)
 	default:
 		r.res.identity = &id

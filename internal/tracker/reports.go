@@ -15,7 +15,13 @@ import (
 // maxReported is how many processes a warning names.
 const maxReported = 5
 
-// reports turns the processes that cannot be read into at most one warning
+// reports is what the tracker reports of the processes it cannot read,
+// and of its health (health.go). The loop hands it each listing's outcome,
+// each scan's processes that cannot be read and the descriptions read for
+// its warnings; the scheduler paces the warnings (warn) and the reads of
+// the collector's privileges; components read DeniedProcesses and Health.
+//
+// It turns the processes that cannot be read into at most one warning
 // of each kind per warning interval, naming a few of them: their
 // executables (and why a denied one is denied) are read by an opDescribe
 // job, under the same deadline as every read. A denial that no privilege
@@ -32,7 +38,8 @@ const maxReported = 5
 // metric's outcome permission_denied) are another count: a denied process
 // is read again on the rescan schedule, not at every scan.
 type reports struct {
-	log *zap.Logger
+	log                   *zap.Logger
+	readTimeout, interval time.Duration // Config.ReadTimeout, WarningInterval
 
 	// Collected by the scan that just finished.
 	denied, stalled tally
@@ -44,19 +51,28 @@ type reports struct {
 
 	// The warnings waiting for their descriptions.
 	pending *pendingReport
+
+	health health
+}
+
+func newReports(log *zap.Logger, cfg Config) reports {
+	return reports{log: log, readTimeout: cfg.ReadTimeout, interval: cfg.WarningInterval, health: health{changed: make(chan struct{})}}
 }
 
 type pendingReport struct {
 	denied, stalled   describedList
 	deniedN, stalledN int
 	left              int
-	readTimeout       time.Duration
-	interval          time.Duration
-	// lastDenied is reports.lastDenied before this report: restored when
-	// every denial it describes turns out unchangeable, so that the next
-	// one that is not is warned of at once.
-	lastDenied time.Time
 }
+
+// warning is a kind of warning.
+type warning uint8
+
+const (
+	deniedWarning warning = iota
+	stalledWarning
+	numWarnings
+)
 
 type described struct {
 	pid      int
@@ -66,12 +82,11 @@ type described struct {
 // describedList is the processes a warning names.
 type describedList []described
 
-// tally is the processes of one warning's kind a scan met: how many,
-// the maxReported lowest pids, and when the last warning of them was.
+// tally is the processes of one warning's kind a scan met: how many and
+// the maxReported lowest pids.
 type tally struct {
 	n    int
 	pids []int
-	last time.Time
 }
 
 // add counts pid: denied for lack of permission, or quarantined after a
@@ -88,11 +103,11 @@ func (k *tally) add(pid int) {
 	}
 }
 
-// take returns, when a warning is due, the processes it names and adds
-// their descriptions to j; it resets the tally.
-func (k *tally) take(now time.Time, interval time.Duration, j *job, why bool) (list describedList, n int) {
-	if k.n > 0 && (k.last.IsZero() || now.Sub(k.last) >= interval) {
-		k.last, n = now, k.n
+// take returns, when the warning is given, the processes it names and
+// adds their descriptions to j; it resets the tally.
+func (k *tally) take(given bool, j *job, why bool) (list describedList, n int) {
+	if given {
+		n = k.n
 		for _, pid := range k.pids {
 			list = append(list, described{pid: pid})
 			j.reqs = append(j.reqs, request{pid: pid, op: opDescribe, why: why})
@@ -109,19 +124,30 @@ func (k *tally) reset() { k.n, k.pids = 0, k.pids[:0] }
 // last listing of the host found denied, less those no privilege or
 // setting would let it read (said once, at info, and left out from then
 // on).
-func (t *Tracker) DeniedProcesses() int { return int(t.reports.deniedNow.Load()) }
+func (t *Tracker) DeniedProcesses() int { return t.loop.reports.deniedCount() }
 
-// due returns the describe job of the warnings due after a scan, or nil.
-func (r *reports) due(now time.Time, cfg Config) *job {
+func (r *reports) deniedCount() int { return int(r.deniedNow.Load()) }
+
+// countDenied and countStalled count, for the warnings, a process the scan
+// that just finished found denied for lack of permission, or quarantined.
+func (r *reports) countDenied(pid int)  { r.denied.add(pid) }
+func (r *reports) countStalled(pid int) { r.stalled.add(pid) }
+
+// describing reports whether warnings wait for their descriptions.
+func (r *reports) describing() bool { return r.pending != nil }
+
+// takeDue returns the describe job of the warnings given after a scan, or
+// nil; warn says whether a warning about n processes is given (the
+// scheduler paces them).
+func (r *reports) takeDue(warn func(w warning, n int) bool) *job {
 	if r.pending != nil {
 		r.denied.reset()
 		r.stalled.reset()
 		return nil
 	}
-	p := &pendingReport{readTimeout: cfg.ReadTimeout, interval: cfg.WarningInterval, lastDenied: r.denied.last}
-	j := &job{}
-	p.denied, p.deniedN = r.denied.take(now, cfg.WarningInterval, j, true)
-	p.stalled, p.stalledN = r.stalled.take(now, cfg.WarningInterval, j, false)
+	p, j := &pendingReport{}, &job{}
+	p.denied, p.deniedN = r.denied.take(warn(deniedWarning, r.denied.n), j, true)
+	p.stalled, p.stalledN = r.stalled.take(warn(stalledWarning, r.stalled.n), j, false)
 	if len(j.reqs) == 0 {
 		return nil
 	}
@@ -130,37 +156,38 @@ func (r *reports) due(now time.Time, cfg Config) *job {
 	return j
 }
 
-// described records the description of one process (empty when its read
+// addDescription records the description of one process (empty when its read
 // did not return) and logs the warnings once every one is in. It returns
-// the pids it said, then, to be denied for good.
-func (r *reports) described(req *request) (forGood []int) {
+// the pids it said, then, to be denied for good, and whether the denied
+// warning said nothing (every denial it describes turned out
+// unchangeable: the next one that is not is warned of at once).
+func (r *reports) addDescription(req *request) (forGood []int, unsaid bool) {
 	p := r.pending
 	if p == nil {
-		return nil
+		return nil, false
 	}
 	if !p.denied.describe(req) {
 		p.stalled.describe(req)
 	}
 	if p.left--; p.left > 0 {
-		return nil
+		return nil, false
 	}
 	r.pending = nil
 	if p.deniedN > 0 {
-		forGood = r.reportDenied(p)
+		forGood, unsaid = r.reportDenied(p)
 	}
 	if p.stalledN > 0 {
 		r.log.Warn("Some processes did not answer a read in time and are quarantined: they are retried with backoff, and the rest of the host is read on schedule",
-			p.stalled.fields(p.stalledN, zap.Stringer("read_timeout", p.readTimeout), zap.Stringer("next_warning_in", p.interval))...)
+			p.stalled.fields(p.stalledN, zap.Stringer("read_timeout", r.readTimeout), zap.Stringer("next_warning_in", r.interval))...)
 	}
-	return forGood
+	return forGood, unsaid
 }
 
 // reportDenied warns of the denials p describes that some privilege or
 // setting would lift, says once those that none would, and returns their
-// pids.
-func (r *reports) reportDenied(p *pendingReport) []int {
+// pids; unsaid when there was nothing to warn of.
+func (r *reports) reportDenied(p *pendingReport) (forGood []int, unsaid bool) {
 	var fixable, unchangeable describedList
-	var forGood []int
 	for _, d := range p.denied {
 		if procfs.Unchangeable(d.why) {
 			unchangeable = append(unchangeable, d)
@@ -178,15 +205,14 @@ func (r *reports) reportDenied(p *pendingReport) []int {
 			unchangeable.fields(len(unchangeable), unchangeable.reasons()...)...)
 	}
 	if len(fixable) == 0 {
-		r.denied.last = p.lastDenied
-		return forGood
+		return forGood, true
 	}
 	// Those not described are counted with the fixable ones: the reader's
 	// privileges, not the process, decide most denials. The count is
 	// DeniedProcesses's after this report.
-	fields := fixable.fields(p.deniedN-len(unchangeable), zap.Stringer("next_warning_in", p.interval))
+	fields := fixable.fields(p.deniedN-len(unchangeable), zap.Stringer("next_warning_in", r.interval))
 	r.log.Warn("Cannot read the process context of some processes: permission denied", append(fields, fixable.reasons()...)...)
-	return forGood
+	return forGood, false
 }
 
 // describe records req's description for its pid, if the list names it

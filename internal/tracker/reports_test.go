@@ -149,10 +149,11 @@ func TestUnchangeableDenialOfANewProcess(t *testing.T) {
 
 // On a host whose processes this one cannot read whatever its privileges
 // (this development VM's init refuses even root), a collector with every
-// privilege says so once, at info, and warns of nothing. It runs with the
-// discovery the collector would use (here, process events only: every
-// scan lists; TestUnchangeableDenialsAreSaidOnce covers the scans between
-// events). Elsewhere there is nothing to check.
+// privilege says so once, at info, and warns of nothing. Every scan lists
+// (as with process events alone; TestUnchangeableDenialsAreSaidOnce covers
+// the scans between events), and sees pid 1 only: on a clock the test moves,
+// a read of another test's process that stalls would hold a scan for good.
+// Elsewhere there is nothing to check.
 func TestRealUnchangeableDenialIsNoWarning(t *testing.T) {
 	fs, err := procfs.NewFS("/")
 	require.NoError(t, err)
@@ -166,10 +167,11 @@ func TestRealUnchangeableDenialIsNoWarning(t *testing.T) {
 		t.Run(tt.says, func(t *testing.T) {
 			cfg := tracker.DefaultConfig()
 			cfg.CollectionInterval = time.Hour // the test drives the scans
-			cfg.ReaderName = tt.name
 			core, logs := observer.New(zap.InfoLevel)
 			clock := trackertest.NewClock()
-			tr, err := tracker.Open(cfg, zap.New(core), tracker.WithClock(clock.Now))
+			named, err := procfs.NewFS("/", procfs.WithReaderName(tt.name))
+			require.NoError(t, err)
+			tr, err := tracker.New(newOwnHost(t, named, 1), cfg, zap.New(core), tracker.WithClock(clock.Now))
 			require.NoError(t, err)
 			tr.Start()
 			t.Cleanup(func() {

@@ -2,111 +2,35 @@ package tracker_test
 
 import (
 	"context"
-	"errors"
-	"os"
-	"strconv"
 	"testing"
 	"time"
 
 	"go.uber.org/zap"
 
-	"github.com/processctx/otelcol-processctx/internal/otep"
-	"github.com/processctx/otelcol-processctx/internal/procfs"
+	"github.com/processctx/otelcol-processctx/internal/naive"
 	"github.com/processctx/otelcol-processctx/internal/reader"
 	"github.com/processctx/otelcol-processctx/internal/tracker"
 	"github.com/processctx/otelcol-processctx/internal/tracker/trackertest"
 )
 
-// naiveScanner is the baseline: what a reader without caching does. Every
-// scan lists the procfs and, for every process, reads its whole maps file
-// (the text: no PROCMAP_QUERY) and, when it publishes, its whole context
-// (header, payload, decode). It is given the fleet's pids for free (no cost
-// for the rest of the host): the comparison favours the baseline.
-type naiveScanner struct {
-	reader   *reader.Reader
-	fleet    map[int]bool
-	contexts map[int]otep.Context // what it would report
-	buf      []byte
-	// mapsFiles and mapsBytes count its maps reads (the reader's Stats
-	// count those of reader.FindMapping only).
-	mapsFiles, mapsBytes uint64
-}
-
-// Stats returns the reader's counts with the naive maps reads.
-func (n *naiveScanner) Stats() reader.Stats {
-	st := n.reader.Stats()
-	st.MapsFiles += n.mapsFiles
-	st.MapsBytes += n.mapsBytes
-	return st
-}
-
-// read finds pid's context by reading the whole maps text.
-func (n *naiveScanner) read(pid int) (otep.Context, error) {
-	f, err := os.Open(n.reader.FS().Path(pid, "maps"))
-	if err != nil {
-		return otep.Context{}, err
-	}
-	m, read, err := otep.FindMapping(f, n.buf)
-	_ = f.Close()
-	n.mapsFiles++
-	n.mapsBytes += uint64(read)
-	if err != nil {
-		return otep.Context{}, err
-	}
-	ctx, _, err := n.reader.ReadContext(pid, m.Start, 0, reader.ViaAuto)
-	return ctx, err
-}
-
-func newNaiveScanner(b *testing.B, f *fleet) *naiveScanner {
+// newNaiveScanner returns the baseline (internal/naive) reading the fleet.
+func newNaiveScanner(b *testing.B, f *fleet) *naive.Scanner {
 	b.Helper()
-	fs, err := procfs.NewFS("/")
+	n, err := naive.New(f.pids)
 	if err != nil {
 		b.Fatal(err)
 	}
-	r, err := reader.New(fs, otep.DefaultLimits())
-	if err != nil {
-		b.Fatal(err)
-	}
-	return &naiveScanner{reader: r, fleet: f.pids, contexts: map[int]otep.Context{}, buf: make([]byte, otep.MapsBufferSize)}
+	return n
 }
 
-func (n *naiveScanner) scan() (publishers int, err error) {
-	dir, err := os.Open(n.reader.FS().ProcDir())
-	if err != nil {
-		return 0, err
-	}
-	names, err := dir.Readdirnames(-1)
-	_ = dir.Close()
-	if err != nil {
-		return 0, err
-	}
-	clear(n.contexts)
-	for _, name := range names {
-		pid, err := strconv.Atoi(name)
-		if err != nil || !n.fleet[pid] {
-			continue
-		}
-		ctx, err := n.read(pid)
-		switch {
-		case err == nil:
-			n.contexts[pid] = ctx
-			publishers++
-		case errors.Is(err, otep.ErrNoContext):
-		default:
-			return publishers, err
-		}
-	}
-	return publishers, nil
-}
-
-func naiveScan(b *testing.B, n *naiveScanner, publishers int) {
+func naiveScan(b *testing.B, n *naive.Scanner, publishers int) {
 	b.Helper()
-	got, err := n.scan()
+	got, err := n.Scan()
 	if err != nil {
 		b.Fatal(err)
 	}
-	if got != publishers {
-		b.Fatalf("naive scan read %d contexts, want %d", got, publishers)
+	if got.Contexts != publishers {
+		b.Fatalf("naive scan read %d contexts (%d met mid-update), want %d", got.Contexts, got.Torn, publishers)
 	}
 }
 
@@ -335,8 +259,8 @@ func BenchmarkScan(b *testing.B) {
 			scan:    func() { bt.scan(b) },
 			finish: func() {
 				changes, stats := bt.sub.Take()
-				if len(changes) != 0 {
-					b.Fatalf("%d changes in steady state", len(changes))
+				if n := f.changesOfItsOwn(changes); n != 0 {
+					b.Fatalf("%d changes of the fleet in steady state", n)
 				}
 				others += readsBesides(stats, tracker.OutcomeUnchanged)
 			},
@@ -408,8 +332,8 @@ func BenchmarkScan(b *testing.B) {
 			scan: func() { bt.scan(b) },
 			finish: func() {
 				changes, stats := bt.sub.Take()
-				if len(changes) != updated {
-					b.Fatalf("%d changes, want %d", len(changes), updated)
+				if n := f.changesOfItsOwn(changes); n != updated {
+					b.Fatalf("%d changes of the fleet, want %d", n, updated)
 				}
 				others += readsBesides(stats, tracker.OutcomeUnchanged) - int64(updated)
 			},

@@ -1,7 +1,6 @@
 package tracker
 
 import (
-	"iter"
 	"slices"
 
 	"github.com/processctx/otelcol-processctx/internal/pidtable"
@@ -17,8 +16,8 @@ type Snapshot struct {
 	byPID pidTable
 	// byContainer indexes byPID by (container.id, pid in the container).
 	byContainer map[ContainerPid]*Process
-	// outcomes says what is known of the pids without a publication.
-	outcomes outcomeTable
+	// answers is what lookups of the pids without a publication answer.
+	answers answerTable
 	// Scanned reports whether the first scan of the host has finished.
 	Scanned bool
 }
@@ -32,7 +31,7 @@ func (s *Snapshot) Lookup(pid int) (*Process, Outcome) {
 	if p := s.byPID.get(pid); p != nil {
 		return p, OutcomeOK
 	}
-	return nil, s.outcomes.get(pid)
+	return nil, s.answers.get(pid)
 }
 
 // InContainer returns the publication of the process that is vpid in the
@@ -61,13 +60,13 @@ type pidTable struct {
 	all   []*Process
 }
 
-func newPidTable(n int, pubs iter.Seq2[int, *Process]) pidTable {
-	t := pidTable{index: pidtable.New[*Process](n), all: make([]*Process, 0, n)}
-	for pid, p := range pubs {
-		t.index.Add(pid, p)
-		t.all = append(t.all, p)
-	}
-	return t
+func newPidTable(n int) pidTable {
+	return pidTable{index: pidtable.New[*Process](n), all: make([]*Process, 0, n)}
+}
+
+func (t *pidTable) add(pid int, p *Process) {
+	t.index.Add(pid, p)
+	t.all = append(t.all, p)
 }
 
 func (t *pidTable) get(pid int) *Process {
@@ -75,12 +74,12 @@ func (t *pidTable) get(pid int) *Process {
 	return p
 }
 
-// outcomeTable maps pids to Outcomes, 4 bits per pid, in chunks of
-// chunkPids allocated on first use. Snapshots share the chunks that did
-// not change between them: a new snapshot copies only the chunks of the
-// pids whose outcome changed.
-type outcomeTable struct {
-	chunks []*outcomeChunk // by pid / chunkPids; nil: every pid unknown
+// answerTable maps pids to what their lookups answer (an Outcome), 4 bits
+// per pid, in chunks of chunkPids allocated on first use. Snapshots share
+// the chunks that did not change between them: a new snapshot copies only
+// the chunks of the pids whose answer changed.
+type answerTable struct {
+	chunks []*answerChunk // by pid / chunkPids; nil: every pid unknown
 }
 
 const (
@@ -88,9 +87,9 @@ const (
 	pidsPerWord = 16 // 4 bits each
 )
 
-type outcomeChunk [chunkPids / pidsPerWord]uint64
+type answerChunk [chunkPids / pidsPerWord]uint64
 
-func (t *outcomeTable) get(pid int) Outcome {
+func (t *answerTable) get(pid int) Outcome {
 	ci := pid / chunkPids
 	if pid <= 0 || ci >= len(t.chunks) || t.chunks[ci] == nil {
 		return OutcomeUnknown
@@ -99,15 +98,15 @@ func (t *outcomeTable) get(pid int) Outcome {
 	return Outcome(t.chunks[ci][i/pidsPerWord] >> (4 * (i % pidsPerWord)) & 0xf)
 }
 
-// outcomeWriter builds a snapshot's table from the previous one's.
-type outcomeWriter struct {
-	next   outcomeTable
+// answerWriter builds a snapshot's table from the previous one's.
+type answerWriter struct {
+	next   answerTable
 	own    bool  // next.chunks is not shared
 	copied []int // the chunks of next that are not shared
 }
 
 // set records o for pid.
-func (w *outcomeWriter) set(pid int, o Outcome) {
+func (w *answerWriter) set(pid int, o Outcome) {
 	if !ValidPID(pid) {
 		return
 	}
@@ -116,18 +115,18 @@ func (w *outcomeWriter) set(pid int, o Outcome) {
 		return // unknown already
 	}
 	if !w.own {
-		w.next.chunks = append(make([]*outcomeChunk, 0, max(ci+1, len(w.next.chunks))), w.next.chunks...)
+		w.next.chunks = append(make([]*answerChunk, 0, max(ci+1, len(w.next.chunks))), w.next.chunks...)
 		w.own = true
 	}
 	if ci >= len(w.next.chunks) {
-		w.next.chunks = append(w.next.chunks, make([]*outcomeChunk, ci+1-len(w.next.chunks))...)
+		w.next.chunks = append(w.next.chunks, make([]*answerChunk, ci+1-len(w.next.chunks))...)
 	}
 	c := w.next.chunks[ci]
 	switch {
 	case c == nil && o == OutcomeUnknown:
 		return
 	case c == nil:
-		c = new(outcomeChunk)
+		c = new(answerChunk)
 		w.copied = append(w.copied, ci)
 	case !slices.Contains(w.copied, ci):
 		cp := *c

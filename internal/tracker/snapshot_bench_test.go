@@ -14,10 +14,11 @@ import (
 func BenchmarkSnapshotRebuild(b *testing.B) {
 	for _, n := range []int{1000, 5000} {
 		b.Run(fmt.Sprintf("procs=%d", n), func(b *testing.B) {
-			t, err := New(nil, DefaultConfig(), zap.NewNop())
+			trk, err := New(nil, DefaultConfig(), zap.NewNop())
 			if err != nil {
 				b.Fatal(err)
 			}
+			t := trk.loop
 			for pid := 1; pid <= n; pid++ {
 				p := t.newProc(pid)
 				p.start = uint64(pid)
@@ -27,8 +28,8 @@ func BenchmarkSnapshotRebuild(b *testing.B) {
 			}
 			t.out.touched = t.out.touched[:0]
 			for b.Loop() {
-				t.out.changed = true
-				t.publishSnapshot()
+				t.out.dirty = true
+				t.out.publish(t.reg.publications, t.reg.identities(), nil)
 			}
 		})
 	}

@@ -2,7 +2,6 @@ package tracker
 
 import (
 	"context"
-	"slices"
 	"time"
 )
 
@@ -65,20 +64,15 @@ type ScanStats struct {
 // and must not be modified.
 type Subscriber func(changes []Change, scan *ScanStats)
 
-type subscriber struct{ fn Subscriber }
-
 // Subscribe calls fn with a Published change for every live publication,
 // then with every change and scan summary, until unsubscribe is called.
 func (t *Tracker) Subscribe(ctx context.Context, fn Subscriber) (unsubscribe func(), err error) {
-	s := &subscriber{fn: fn}
-	err = t.onLoop(ctx, func() {
+	err = t.loop.onLoop(ctx, func() {
 		var initial []Change
-		for pid := range t.out.identified {
-			initial = append(initial, Change{Kind: Published, Process: t.procs[pid].identity})
+		for _, p := range t.loop.reg.publications {
+			initial = append(initial, Change{Kind: Published, Process: p})
 		}
-		t.subsMu.Lock()
-		t.subs = append(t.subs, s)
-		t.subsMu.Unlock()
+		unsubscribe = t.loop.out.subscribe(&subscriber{fn: fn})
 		if len(initial) > 0 {
 			fn(initial, nil)
 		}
@@ -86,27 +80,5 @@ func (t *Tracker) Subscribe(ctx context.Context, fn Subscriber) (unsubscribe fun
 	if err != nil {
 		return nil, err
 	}
-	return func() {
-		t.subsMu.Lock()
-		defer t.subsMu.Unlock()
-		if i := slices.Index(t.subs, s); i >= 0 {
-			t.subs = slices.Delete(t.subs, i, i+1)
-		}
-	}, nil
-}
-
-// tell hands the changes since the last call and the last scan's summary
-// to the subscribers.
-func (t *Tracker) tell() {
-	if len(t.out.changes) == 0 && t.scans.pending == nil {
-		return
-	}
-	changes, stats := t.out.changes, t.scans.pending
-	t.out.changes, t.scans.pending = nil, nil
-	t.subsMu.Lock()
-	subs := slices.Clone(t.subs)
-	t.subsMu.Unlock()
-	for _, s := range subs {
-		s.fn(changes, stats)
-	}
+	return unsubscribe, nil
 }

@@ -859,3 +859,51 @@ func TestKernelThreadsNotRead(t *testing.T) {
 	h.rescan()
 	assert.Zero(t, host.Count(trackertest.MethodMaps))
 }
+
+// A read that a probe or a publication event waits for does not wait
+// behind a read that may take until its deadline: the first scan puts both
+// processes in one job, the first one's memory never answers, and the
+// second one's read is taken out of that job and read at once.
+func TestReadNeededNowIsTakenOutOfAHeldJob(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		sources tracker.Sources
+		ask     func(*tracker.Tracker, *trackertest.Source) <-chan struct{}
+	}{
+		{"probe", 0, func(tr *tracker.Tracker, _ *trackertest.Source) <-chan struct{} {
+			return tr.Probe([]int{11}, time.Hour)
+		}},
+		{"publication event", bothSources, func(tr *tracker.Tracker, src *trackertest.Source) <-chan struct{} {
+			src.Send(tracker.Event{Kind: tracker.EventPublish, PID: 11})
+			return nil
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			host := trackertest.NewHost()
+			host.Add(10).Block = trackertest.MethodMaps // listed first: the job's first read
+			host.Add(11)
+			host.Publish(11, "behind")
+			cfg := testConfig()
+			cfg.ReadTimeout = time.Hour // nothing but taking it out ends the wait
+			src := trackertest.NewSource(tt.sources)
+			tr, err := tracker.New(host, cfg, zap.NewNop(), tracker.WithEventSources(src))
+			require.NoError(t, err)
+			tr.Start()
+			t.Cleanup(func() {
+				host.Unblock() // the blocked reader exits
+				require.NoError(t, tr.Stop(context.Background()))
+			})
+			require.Eventually(t, func() bool { return host.Count(trackertest.MethodMaps) >= 1 }, 10*time.Second, time.Millisecond,
+				"the first scan's job is held by pid 10")
+			if done := tt.ask(tr, src); done != nil {
+				probeDone(t, done)
+			}
+			require.Eventually(t, func() bool {
+				p, _ := tr.Snapshot().Lookup(11)
+				return p != nil
+			}, 10*time.Second, time.Millisecond, "pid 11 read while pid 10's read holds its job")
+			_, o := tr.Snapshot().Lookup(10)
+			assert.Equal(t, tracker.OutcomeUnknown, o, "pid 10's read is still out")
+		})
+	}
+}

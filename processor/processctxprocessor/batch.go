@@ -30,6 +30,10 @@ type batch struct {
 	// unknown pids are read.
 	deferred []int
 	counts   itemCounts
+	// missDue: the log line about items without a pid is due, so the
+	// batch notes the pid-like keys such items carry, in missKeys.
+	missDue  bool
+	missKeys missKeys
 	// present is enrich's list of the keys a resource had already.
 	present []string
 
@@ -61,6 +65,7 @@ func (p *instance) newBatch() *batch {
 		b = &batch{p: p}
 	}
 	b.tv, b.snap, b.begun = tv, tv.tracker.Snapshot(), time.Now()
+	b.missDue = p.misses.due(b.begun)
 	return b
 }
 
@@ -227,6 +232,7 @@ func run[R hasResource, S resourceSlice[R]](ctx context.Context, b *batch, rs S,
 			t = tree(r)
 		}
 		if t == nil {
+			b.missed(r.Resource().Attributes(), items(r))
 			return true
 		}
 		waiting, gone := b.regroupResource(r.Resource(), &facts, t)
@@ -289,9 +295,11 @@ func (b *batch) wait(ctx context.Context) bool {
 // finish records the batch's counts and returns the batch to the
 // instance's pool.
 func (b *batch) finish() {
+	b.reportMisses()
 	b.p.tel.add(&b.counts)
 	b.tv, b.snap, b.final, b.wantScan = nil, nil, false, false
 	b.counts = itemCounts{}
+	b.missKeys = b.missKeys[:0]
 	b.memo.reset()
 	b.unknown, b.deferred, b.present = b.unknown[:0], b.deferred[:0], b.present[:0]
 	b.p.batches.Put(b)

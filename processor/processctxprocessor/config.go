@@ -4,10 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/confmap"
 
+	"github.com/processctx/otelcol-processctx/internal/attrpolicy"
+	"github.com/processctx/otelcol-processctx/internal/configkeys"
 	"github.com/processctx/otelcol-processctx/internal/entitymodel"
 	"github.com/processctx/otelcol-processctx/internal/tracker"
 )
@@ -32,13 +36,12 @@ type Config struct {
 	// first, on the resource first, then on each log record or profile
 	// sample.
 	PIDAttributes []string `mapstructure:"pid_attributes"`
-	// Override lets published attributes replace attributes already on the
-	// telemetry. Off by default: what the telemetry carries wins.
-	Override bool `mapstructure:"override"`
-	// Include, when not empty, lists the only published keys added.
-	Include []string `mapstructure:"include"`
-	// Exclude lists published keys never added.
-	Exclude []string `mapstructure:"exclude"`
+	// Attributes says what a publication may add to telemetry, by family
+	// of keys (internal/attrpolicy): identity added where missing (and
+	// replacing with identity.override), observed never copied (the
+	// telemetry's and the collector's own values win), other added where
+	// missing; include / exclude key patterns narrow it.
+	Attributes attrpolicy.Config `mapstructure:"attributes"`
 	// LookupTimeout is the longest a batch waits for the reads of pids the
 	// tracker does not know yet; what is not read by then passes through
 	// unenriched (and is enriched from the next batch on).
@@ -58,6 +61,13 @@ type Config struct {
 	// follow entities need not guess them from attribute names. On by
 	// default; off, only attributes are added.
 	EntityRefs bool `mapstructure:"entity_refs"`
+	// Unknown holds the keys of the configuration that are none of the
+	// above (typos, the extension's keys): Validate names them.
+	Unknown map[string]any `mapstructure:",remain"`
+
+	// deprecated are the keys of an older form the configuration used
+	// (override, include, exclude), for a warning at start.
+	deprecated []string
 }
 
 // Values of unqualified_pids.
@@ -72,12 +82,13 @@ func createDefaultConfig() *Config {
 		UnqualifiedPids: UnqualifiedVerify,
 		LookupTimeout:   defaultLookupTimeout,
 		EntityRefs:      true,
+		Attributes:      attrpolicy.DefaultConfig(),
 	}
 }
 
 // Validate implements confmap.Validator: it reports every problem, by key.
 func (c *Config) Validate() error {
-	var errs []error
+	errs := []error{configkeys.Unknown(c, c.Unknown, configkeys.Elsewhere{Name: "the process_context extension", Config: tracker.Config{}})}
 	switch {
 	case len(c.PIDAttributes) == 0:
 		errs = append(errs, errors.New("pid_attributes must list at least one attribute key"))
@@ -85,13 +96,6 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("pid_attributes lists %d keys, at most %d are allowed", len(c.PIDAttributes), maxPIDAttributes))
 	}
 	errs = append(errs, checkKeys("pid_attributes", c.PIDAttributes)...)
-	errs = append(errs, checkKeys("include", c.Include)...)
-	errs = append(errs, checkKeys("exclude", c.Exclude)...)
-	for _, k := range c.Include {
-		if slices.Contains(c.Exclude, k) {
-			errs = append(errs, fmt.Errorf("key %q is in both include and exclude", k))
-		}
-	}
 	switch d := c.LookupTimeout; {
 	case d <= 0 || d > maxLookupTimeout:
 		errs = append(errs, fmt.Errorf("lookup_timeout must be positive and at most %s, got %s", maxLookupTimeout, d))
@@ -117,4 +121,61 @@ func checkKeys(name string, keys []string) []error {
 		}
 	}
 	return errs
+}
+
+// renamed are the keys of the configuration before the attributes block,
+// and where each went: a configuration that uses them still works.
+var renamed = [...]struct{ old, new, note string }{
+	{"override", "attributes::identity::override", " (which now decides for the identity family only)"},
+	{"include", "attributes::include", ""},
+	{"exclude", "attributes::exclude", ""},
+}
+
+// plainConfig is Config without its Unmarshal, for decoding.
+type plainConfig Config
+
+// Unmarshal implements confmap.Unmarshaler: it reads the keys of the
+// older form (override, include, exclude) as the attributes block's:
+// override as attributes.identity.override (it now decides for the
+// identity family only), include / exclude, lists of keys, as strict
+// patterns of attributes.include / exclude. Setting both forms of one key
+// is refused. Unknown keys are Validate's, and a value of the wrong type
+// is said by its key, never a Go type (configkeys).
+func (c *Config) Unmarshal(conf *confmap.Conf) error {
+	c.deprecated = nil
+	var errs []error
+	for _, r := range renamed {
+		if !conf.IsSet(r.old) {
+			continue
+		}
+		newName := strings.ReplaceAll(r.new, confmap.KeyDelimiter, ".")
+		if conf.IsSet(r.new) {
+			errs = append(errs, fmt.Errorf("%s and %s are both set: %s is the older name of %s%s; keep one",
+				r.old, newName, r.old, newName, r.note))
+			continue
+		}
+		c.deprecated = append(c.deprecated, r.old+" (now "+newName+")")
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	for _, r := range renamed {
+		if !conf.IsSet(r.old) {
+			continue
+		}
+		moved := map[string]any{}
+		cur := moved
+		parts := strings.Split(r.new, confmap.KeyDelimiter)
+		for _, p := range parts[:len(parts)-1] {
+			next := map[string]any{}
+			cur[p] = next
+			cur = next
+		}
+		cur[parts[len(parts)-1]] = conf.Get(r.old)
+		conf.Delete(r.old)
+		if err := conf.Merge(confmap.NewFromStringMap(moved)); err != nil {
+			return fmt.Errorf("move %s to %s: %w", r.old, r.new, err)
+		}
+	}
+	return configkeys.Decode(conf, (*plainConfig)(c))
 }

@@ -36,6 +36,8 @@ type itemCounts struct {
 	// enriched counts the enriched items by the tracker.Source of their
 	// process's identity.
 	enriched [numSources]int64
+	// noPID counts the items that carry none of the pid_attributes keys.
+	noPID int64
 }
 
 // sourceIndex is the index of s among the enriched counts. A source the

@@ -5,17 +5,24 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 
+	"github.com/processctx/otelcol-processctx/internal/attrpolicy"
 	"github.com/processctx/otelcol-processctx/internal/entitymodel"
+	"github.com/processctx/otelcol-processctx/internal/procfs"
 	"github.com/processctx/otelcol-processctx/internal/tracker"
 )
 
 // enrichment is what the processor stamps for one publication: computed
 // once per publication by the tracker (a View), read by every batch.
 type enrichment struct {
-	// attrs are the published resource attributes after include/exclude,
-	// the service identity keys first (the nIdentity first ones). Read-only.
+	// attrs are what the policy lets the publication add, with the
+	// collector's own observations of the process, the service identity
+	// keys first (the nIdentity first ones). Read-only.
 	attrs     pcommon.Map
 	nIdentity int
+	// replace says, for each key of attrs in order, whether its value
+	// replaces the telemetry's own (the family's override); the others
+	// are added where missing. Read-only.
+	replace []bool
 	// hidden are the identity keys published but not added (include and
 	// exclude), which telemetry is still verified against.
 	hidden []identityKey
@@ -45,38 +52,48 @@ type identityKey struct{ key, value string }
 var identityKeys = [...]string{entitymodel.ServiceInstanceIDKey, entitymodel.ServiceNameKey, entitymodel.ServiceNamespaceKey}
 
 // enrichmentOf is the instance's view of a publication (see
-// tracker.AddView).
+// tracker.AddView): what the policy (attrpolicy) lets its resource add,
+// decided here once for every record of every batch. The collector's own
+// observations of the process come before the published keys of the
+// same names, which the policy copies (observed.copy) only where the
+// collector has none; none of them replaces the telemetry's own.
 func (p *instance) enrichmentOf(proc *tracker.Process) any {
 	res := proc.Context.Resource
 	e := &enrichment{attrs: pcommon.NewMap(), vpid: proc.Identity.VPID(), source: proc.Source}
-	e.attrs.EnsureCapacity(res.Len() + 2) // and k8s.pod.uid, process.creation.time
+	e.attrs.EnsureCapacity(res.Len() + len(observedByHost))
+	put := func(k string, v pcommon.Value, replace bool) {
+		v.CopyTo(e.attrs.PutEmpty(k))
+		e.replace = append(e.replace, replace)
+	}
 	for _, k := range identityKeys {
 		v, ok := res.Get(k)
 		if !ok || v.Type() != pcommon.ValueTypeStr || v.Str() == "" {
 			continue
 		}
-		if p.filter.keep(k) {
-			v.CopyTo(e.attrs.PutEmpty(k))
+		if a := p.policy.Published(k, v); a != attrpolicy.Skip {
+			put(k, v, a == attrpolicy.Replace)
 			e.nIdentity++
 		} else {
 			e.hidden = append(e.hidden, identityKey{k, v.Str()})
 		}
 	}
-	for k, v := range res.All() {
-		if _, done := e.attrs.Get(k); !done && p.filter.keep(k) && !slices.Contains(identityKeys[:], k) {
-			v.CopyTo(e.attrs.PutEmpty(k))
+	// What the host knows beside what the process published: the pod and
+	// the container its cgroup names (for k8sattributes downstream), and
+	// its creation time in the form the receiver's entity events use, so
+	// that both name the same process entity (unknown when the boot time
+	// could not be read).
+	for _, o := range observedByHost {
+		if v := o.value(&proc.Identity); v != "" && p.policy.Admits(o.key) {
+			put(o.key, pcommon.NewValueStr(v), false)
 		}
 	}
-	// What the host knows beside what the process published: the pod its
-	// cgroup names, for k8sattributes downstream (the host's view wins).
-	if uid := proc.Identity.PodUID; uid != "" && p.filter.keep(entitymodel.PodUIDKey) {
-		e.attrs.PutStr(entitymodel.PodUIDKey, uid)
-	}
-	// The form the receiver's entity events use, so that both name the
-	// same process entity. Unknown (the boot time could not be read): a
-	// published value, if any, stays.
-	if created := proc.Identity.CreationTimeString(); created != "" && p.filter.keep(entitymodel.ProcessCreationTimeKey) {
-		e.attrs.PutStr(entitymodel.ProcessCreationTimeKey, created)
+	for k, v := range res.All() {
+		if _, done := e.attrs.Get(k); done || slices.Contains(identityKeys[:], k) {
+			continue
+		}
+		if a := p.policy.Published(k, v); a != attrpolicy.Skip {
+			put(k, v, a == attrpolicy.Replace)
+		}
 	}
 	_, e.identifiesProcess = e.attrs.Get(entitymodel.ProcessCreationTimeKey)
 	for k := range e.attrs.All() {
@@ -89,17 +106,31 @@ func (p *instance) enrichmentOf(proc *tracker.Process) any {
 	return e
 }
 
-// enrich adds the published attributes to a resource's attributes;
-// existing keys win unless override is set. With verify, the resource's
-// own service identity must not contradict the published one (a key set
-// on both sides with different values): then nothing is added and enrich
-// returns false. The identity keys come first, so a contradiction is seen
-// before anything else is added. The map is grown once up front when the
-// first key is missing (the usual case: nothing added yet), so that
-// enriching costs no allocation beyond the copied values. With present
-// not nil, the keys that were on dst already and kept their value are
-// appended to it: they were not added, and entity references must not
-// claim them.
+// observedByHost are the keys the processor adds from the collector's own
+// observation of a process (beside process.pid and process.vpid, which
+// stampPids writes). The host's identity (host.*) is not among them: that
+// is resourcedetection's job.
+var observedByHost = [...]struct {
+	key   string
+	value func(*procfs.Identity) string
+}{
+	{entitymodel.PodUIDKey, func(id *procfs.Identity) string { return id.PodUID }},
+	{entitymodel.ContainerIDKey, func(id *procfs.Identity) string { return id.ContainerID }},
+	{entitymodel.ProcessCreationTimeKey, func(id *procfs.Identity) string { return id.CreationTimeString() }},
+}
+
+// enrich adds the enrichment's attributes to a resource's attributes:
+// each where the resource has none, and replacing the resource's own
+// where the policy says so (a family's override). With verify, the
+// resource's own service identity must not contradict the published one
+// (a key set on both sides with different values): then nothing is added
+// and enrich returns false. The identity keys come first, so a
+// contradiction is seen before anything else is added. The map is grown
+// once up front when the first key is missing (the usual case: nothing
+// added yet), so that enriching costs no allocation beyond the copied
+// values. With present not nil, the keys that were on dst already and
+// kept their value are appended to it: they were not added, and entity
+// references must not claim them.
 func (p *instance) enrich(dst pcommon.Map, e *enrichment, verify bool, present *[]string) bool {
 	if verify && len(e.hidden) > 0 && e.hiddenContradicted(dst) {
 		return false
@@ -122,13 +153,13 @@ func (p *instance) enrich(dst pcommon.Map, e *enrichment, verify bool, present *
 				added[i] = k
 			}
 		}
-		i++
 		switch {
-		case !exists || p.override:
+		case !exists || e.replace[i]:
 			v.CopyTo(cur)
 		case present != nil:
 			*present = append(*present, k)
 		}
+		i++
 	}
 	return true
 }

@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/xpdata/entity"
 	"go.opentelemetry.io/collector/processor/processortest"
 
+	"github.com/processctx/otelcol-processctx/internal/attrpolicy"
 	"github.com/processctx/otelcol-processctx/internal/entitymodel"
 	"github.com/processctx/otelcol-processctx/internal/otep"
 	"github.com/processctx/otelcol-processctx/internal/procfs"
@@ -100,7 +101,7 @@ func TestCreationTime(t *testing.T) {
 	}{
 		{name: "added beside process.pid", booted: true, want: "created"},
 		{name: "the telemetry's value is not replaced", booted: true, in: "2000-01-01T00:00:00Z", want: "2000-01-01T00:00:00Z"},
-		{name: "override replaces it", booted: true, override: true, in: "2000-01-01T00:00:00Z", want: "created"},
+		{name: "identity override does not replace it: observed", booted: true, override: true, in: "2000-01-01T00:00:00Z", want: "2000-01-01T00:00:00Z"},
 		{name: "excluded", booted: true, exclude: []string{"process.creation.time"}},
 		{name: "unknown: not added", booted: false},
 		{name: "unknown: the telemetry's value stays", booted: false, in: "2000-01-01T00:00:00Z", want: "2000-01-01T00:00:00Z"},
@@ -110,7 +111,7 @@ func TestCreationTime(t *testing.T) {
 			host.Add(10)
 			host.Publish(10, "cart")
 			cfg := testConfig()
-			cfg.Override, cfg.Exclude = tt.override, tt.exclude
+			cfg.Attributes.Identity.Override, cfg.Attributes.Exclude = tt.override, attrpolicy.Strict(tt.exclude...)
 			var h *harness
 			if tt.booted {
 				h = newBootedHarness(t, cfg, host)
@@ -160,8 +161,8 @@ func TestEntityRefs(t *testing.T) {
 			want: []refView{processRef("deployment.environment.name", "service.version"), instanceRef(), namespaceRef()},
 		},
 		{
-			name: "override: the keys it replaced are the processor's",
-			edit: func(c *Config) { c.Override = true },
+			name: "identity override: the keys it replaced are the processor's",
+			edit: func(c *Config) { c.Attributes.Identity.Override = true },
 			in:   map[string]any{"service.name": "cart", "deployment.environment.name": "staging"},
 			want: every,
 		},
@@ -184,22 +185,22 @@ func TestEntityRefs(t *testing.T) {
 		},
 		{
 			name: "excluded identifying key: no service reference",
-			edit: func(c *Config) { c.Exclude = []string{"service.name"} },
+			edit: func(c *Config) { c.Attributes.Exclude = attrpolicy.Strict("service.name") },
 			want: []refView{processRef("deployment.environment.name", "service.version"), instanceRef(), namespaceRef()},
 		},
 		{
 			name: "excluded descriptive key",
-			edit: func(c *Config) { c.Exclude = []string{"service.version"} },
+			edit: func(c *Config) { c.Attributes.Exclude = attrpolicy.Strict("service.version") },
 			want: []refView{processRef("deployment.environment.name"), namespacedServiceRef(), instanceRef(), namespaceRef()},
 		},
 		{
 			name: "included without the creation time: no process reference",
-			edit: func(c *Config) { c.Include = []string{"service.name", "service.version"} },
+			edit: func(c *Config) { c.Attributes.Include = attrpolicy.Strict("service.name", "service.version") },
 			want: []refView{{Type: "service", ID: []string{"service.name"}, Desc: []string{"service.version"}}},
 		},
 		{
 			name: "included with the creation time",
-			edit: func(c *Config) { c.Include = []string{"service.name", "process.creation.time"} },
+			edit: func(c *Config) { c.Attributes.Include = attrpolicy.Strict("service.name", "process.creation.time") },
 			want: []refView{processRef(), serviceRef()},
 		},
 		{

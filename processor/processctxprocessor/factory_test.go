@@ -23,10 +23,10 @@ func TestNewFactory(t *testing.T) {
 	assert.Equal(t, metadata.Type, f.Type())
 	assert.Equal(t, "process_context", f.Type().String())
 	assert.Equal(t, createDefaultConfig(), f.CreateDefaultConfig())
-	assert.Equal(t, component.StabilityLevelDevelopment, f.LogsStability())
-	assert.Equal(t, component.StabilityLevelDevelopment, f.MetricsStability())
-	assert.Equal(t, component.StabilityLevelDevelopment, f.TracesStability())
-	assert.Equal(t, component.StabilityLevelDevelopment, f.ProfilesStability())
+	assert.Equal(t, component.StabilityLevelAlpha, f.LogsStability())
+	assert.Equal(t, component.StabilityLevelAlpha, f.MetricsStability())
+	assert.Equal(t, component.StabilityLevelAlpha, f.TracesStability())
+	assert.Equal(t, component.StabilityLevelAlpha, f.ProfilesStability())
 }
 
 // Every signal starts over the extension's tracker, hands on what it gets,

@@ -21,6 +21,8 @@ import (
 	"go.opentelemetry.io/collector/processor/processortest"
 	"go.opentelemetry.io/collector/processor/xprocessor"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/processctx/otelcol-processctx/internal/otep"
 	"github.com/processctx/otelcol-processctx/internal/procfs"
@@ -35,8 +37,10 @@ import (
 // with sinks behind them, over a tracker of the real host or of a fake one
 // that a fake process_context extension provides.
 type harness struct {
-	t        testing.TB
-	tel      *componenttest.Telemetry
+	t   testing.TB
+	tel *componenttest.Telemetry
+	// logged is what the processors logged, at info and above.
+	logged   *observer.ObservedLogs
 	logs     processor.Logs
 	metrics  processor.Metrics
 	traces   processor.Traces
@@ -136,6 +140,9 @@ func newHarnessOn(t testing.TB, cfg *Config, tr *tracker.Tracker) *harness {
 	t.Cleanup(func() { _ = h.tel.Shutdown(context.Background()) })
 	set := processortest.NewNopSettings(metadata.Type)
 	set.TelemetrySettings = h.tel.NewTelemetrySettings()
+	var core zapcore.Core
+	core, h.logged = observer.New(zap.InfoLevel)
+	set.Logger = zap.New(core)
 
 	f := NewFactory()
 	ctx := context.Background()

@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/collector/processor"
 	"go.uber.org/zap"
 
+	"github.com/processctx/otelcol-processctx/internal/attrpolicy"
 	"github.com/processctx/otelcol-processctx/internal/entitymodel"
 	"github.com/processctx/otelcol-processctx/internal/sharedtracker"
 	"github.com/processctx/otelcol-processctx/internal/tracker"
@@ -21,9 +22,10 @@ import (
 // instance is the processor of one pipeline (one signal), over the tracker
 // of the process_context extension.
 type instance struct {
-	pids     pidRanking
-	filter   keyFilter
-	override bool
+	pids pidRanking
+	// policy decides what a publication adds (attributes), once per
+	// publication.
+	policy *attrpolicy.Policy
 	// entityRefs: enriched resources reference the entities of what was
 	// added (entity_refs).
 	entityRefs bool
@@ -39,7 +41,11 @@ type instance struct {
 	viewKey *Config
 
 	logger *zap.Logger
+	// signal names the instance's signal in its log lines.
+	signal string
 	tel    *telemetry
+	// misses paces the log line about telemetry without a pid.
+	misses missReport
 	// started is nil before start and after shutdown: data then passes
 	// through.
 	started atomic.Pointer[trackerView]
@@ -61,10 +67,16 @@ func newInstance(set processor.Settings, cfg *Config, signal string) (*instance,
 	if err != nil {
 		return nil, err
 	}
+	if len(cfg.deprecated) > 0 {
+		set.Logger.Warn("The process_context processor's configuration uses keys of an older form; they work as the attributes block's",
+			zap.Strings("keys", cfg.deprecated))
+	}
 	return &instance{
-		pids:            slices.Clone(pidRanking(cfg.PIDAttributes)),
-		filter:          newKeyFilter(cfg),
-		override:        cfg.Override,
+		pids: slices.Clone(pidRanking(cfg.PIDAttributes)),
+		// The pid keys name the process as the telemetry's source sees
+		// it; a containerized SDK publishes its namespace pid, which
+		// must not replace it.
+		policy:          attrpolicy.New(cfg.Attributes, cfg.PIDAttributes...),
 		entityRefs:      cfg.EntityRefs,
 		trustHostPids:   cfg.UnqualifiedPids == UnqualifiedHost,
 		pidIsHostPidKey: cfg.PIDAttributes[0] == entitymodel.ProcessPIDKey,
@@ -72,6 +84,7 @@ func newInstance(set processor.Settings, cfg *Config, signal string) (*instance,
 		trackerID:       cfg.Tracker,
 		viewKey:         cfg,
 		logger:          set.Logger,
+		signal:          signal,
 		tel:             tel,
 	}, nil
 }

@@ -64,6 +64,16 @@ func (t *logsTree) items(leaf int) int { return t.records[leaf].Len() }
 
 func (t *logsTree) pid(leaf, i int) int { return t.pids.pidOf(t.records[leaf].At(i).Attributes()) }
 
+// noteKeys notes the pid-like keys of a record's attributes and, for a
+// map body (journald's fields: _PID), of its body.
+func (t *logsTree) noteKeys(leaf, i int, seen *missKeys) {
+	lr := t.records[leaf].At(i)
+	seen.noteMap(lr.Attributes())
+	if body := lr.Body(); body.Type() == pcommon.ValueTypeMap {
+		seen.noteMap(body.Map())
+	}
+}
+
 func (t *logsTree) newResource(int) pcommon.Resource {
 	nrl := t.rls.AppendEmpty()
 	t.rl.Resource().CopyTo(nrl.Resource())

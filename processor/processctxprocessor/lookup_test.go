@@ -79,7 +79,9 @@ func TestNewPidIsReadWithinTheBatch(t *testing.T) {
 func TestStalledReadDoesNotHoldTheBatch(t *testing.T) {
 	host := trackertest.NewHost()
 	cfg := testConfig()
-	cfg.LookupTimeout = 50 * time.Millisecond
+	// Long enough for the hundred other reads on a loaded machine: only
+	// the stuck one may time out.
+	cfg.LookupTimeout = time.Second
 	tc := fakeTrackerConfig()
 	tc.ReadTimeout = time.Hour // the read stays stuck: only lookup_timeout bounds the batch
 	h := newFakeHarness(t, cfg, tc, host)

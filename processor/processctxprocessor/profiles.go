@@ -40,6 +40,9 @@ func (p *instance) processProfiles(ctx context.Context, pd pprofile.Profiles) (p
 		tree.reset(rp)
 		return tree
 	})
+	if b.counts.noPID > 0 && b.missDue {
+		b.missKeys.noteDictionary(dict)
+	}
 	return pd, nil
 }
 
@@ -140,6 +143,10 @@ func (t *profilesTree) leaves() int { return len(t.profiles) }
 func (t *profilesTree) items(leaf int) int { return t.samples[leaf].Len() }
 
 func (t *profilesTree) pid(leaf, i int) int { return pidOfSample(t.samples[leaf].At(i), t.table) }
+
+// noteKeys notes nothing: processProfiles notes the keys of the
+// dictionary's attributes, to which samples refer, once per batch.
+func (t *profilesTree) noteKeys(int, int, *missKeys) {}
 
 func (t *profilesTree) newResource(pid int) pcommon.Resource {
 	nrp := t.rps.AppendEmpty()

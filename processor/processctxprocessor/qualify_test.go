@@ -59,8 +59,8 @@ func TestContainerQualifiedPids(t *testing.T) {
 		{"host agent: host pid and container.id", map[string]any{"process.pid": int64(host), "container.id": id}, enriched},
 		{"another container's pid 1", map[string]any{"process.pid": int64(1), "container.id": other},
 			map[string]any{"process.pid": int64(1), "container.id": other}},
-		{"host pid of the container's process, no container.id", map[string]any{"process.pid": int64(host)},
-			map[string]any{"service.name": "in-container", "service.instance.id": "in-container-1", "process.pid": int64(host), "process.vpid": int64(1), "process.creation.time": pub.created}},
+		// The collector's own container.id, from the cgroup, is added.
+		{"host pid of the container's process, no container.id", map[string]any{"process.pid": int64(host)}, enriched},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			out := h.consumeLogs(logsWithResource(tt.in))

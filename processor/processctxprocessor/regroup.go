@@ -16,6 +16,9 @@ type itemTree interface {
 	items(leaf int) int
 	// pid returns the pid of item i of a leaf, 0 when it names none.
 	pid(leaf, i int) int
+	// noteKeys notes the pid-like keys of item i of a leaf, which names
+	// no pid (profiles note their dictionary's once per batch instead).
+	noteKeys(leaf, i int, seen *missKeys)
 	// newResource appends the next group's resource (a copy of the
 	// original's) to the signal's resources and returns it; pid is the
 	// group's host pid.
@@ -34,6 +37,7 @@ type regroupScratch struct {
 	groups []int32    // group of each item, in order; -1: it stays
 	procs  []resolved // the process of each group
 	counts []int      // items of each group in the current leaf
+	noPID  int        // items that name no pid
 }
 
 // regroupResource looks at the pids of the items of a resource without a
@@ -56,6 +60,7 @@ func (b *batch) regroupResource(res pcommon.Resource, facts *resourceFacts, t it
 			moved += r.items
 		}
 	}
+	b.missed(res.Attributes(), s.noPID)
 	for i := range b.memo.resolved {
 		if r := &b.memo.resolved[i]; r.e != nil {
 			b.countEnriched(r.e, r.items)
@@ -80,13 +85,18 @@ func (b *batch) regroupResource(res pcommon.Resource, facts *resourceFacts, t it
 // pid of one process are one group).
 func (b *batch) groupItems(facts *resourceFacts, t itemTree) {
 	s := &b.regroup
-	s.groups, s.procs = s.groups[:0], s.procs[:0]
+	s.groups, s.procs, s.noPID = s.groups[:0], s.procs[:0], 0
 	b.memo.reset()
 	for leaf := range t.leaves() {
 		for i := range t.items(leaf) {
 			g := int32(-1)
 			if pid := t.pid(leaf, i); pid != 0 {
 				g = b.groupOf(b.resolveMemo(facts, pid))
+			} else {
+				s.noPID++
+				if b.missDue {
+					t.noteKeys(leaf, i, &b.missKeys)
+				}
 			}
 			s.groups = append(s.groups, g)
 		}

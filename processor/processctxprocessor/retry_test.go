@@ -455,7 +455,9 @@ func TestRetriedBatchEnrichedOnce(t *testing.T) {
 	}{
 		{"default", entitymodel.ProcessPIDKey, func(*Config) {}, false},
 		{"default, marshaled in place", entitymodel.ProcessPIDKey, func(*Config) {}, true},
-		{"override", entitymodel.ProcessPIDKey, func(c *Config) { c.Override = true }, true},
+		{"override", entitymodel.ProcessPIDKey, func(c *Config) {
+			c.Attributes.Identity.Override, c.Attributes.Other.Override, c.Attributes.Observed.Copy = true, true, true
+		}, true},
 		{"unqualified host", entitymodel.ProcessPIDKey, func(c *Config) { c.UnqualifiedPids = UnqualifiedHost }, true},
 		// The pid key is not process.pid, which regrouping stamps: a retry
 		// regroups the regrouped resources again.

@@ -6,11 +6,13 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/processor/processortest"
 
+	"github.com/processctx/otelcol-processctx/internal/attrpolicy"
 	"github.com/processctx/otelcol-processctx/internal/pubtest"
 	"github.com/processctx/otelcol-processctx/internal/tracker"
 	"github.com/processctx/otelcol-processctx/internal/tracker/trackertest"
@@ -97,29 +99,38 @@ func TestTracesResourcePid(t *testing.T) {
 	}
 }
 
+// TestOverride: each family's override replaces the telemetry's values of
+// that family only; observed values (the telemetry's, and the collector's
+// own) are never replaced, and the pid never.
 func TestOverride(t *testing.T) {
 	pub := startPublisher(t, pubtest.Go, "checkout")
+	pub.update(t, withAttrs(pub.resource, map[string]any{"datadog.env": "published"}))
+	// The telemetry's own: deployment.environment.name is identity,
+	// datadog.env other, process.creation.time observed.
+	own := map[string]any{
+		"datadog.env": "own", "deployment.environment.name": "staging",
+		"process.creation.time": "2000-01-01T00:00:00Z", "process.pid": int64(pub.Pid),
+	}
 	for _, tt := range []struct {
-		name     string
-		override bool
-		want     map[string]any
+		name string
+		edit func(*attrpolicy.Config)
+		want map[string]any
 	}{
-		{"off: the telemetry's attributes win", false, withAttrs(pub.published(), map[string]any{
-			"service.shard": int64(1), "deployment.environment.name": "staging", "process.pid": int64(pub.Pid),
-		})},
-		{"on: published attributes win, but never the pid", true, withAttrs(pub.published(), map[string]any{
-			"process.pid": int64(pub.Pid),
-		})},
+		{"off: the telemetry's attributes win", func(*attrpolicy.Config) {}, withAttrs(pub.published(), own)},
+		{"identity: the published identity wins", func(c *attrpolicy.Config) { c.Identity.Override = true },
+			withAttrs(pub.published(), withAttrs(own, map[string]any{"deployment.environment.name": "test"}))},
+		{"other: the published vendor keys win", func(c *attrpolicy.Config) { c.Other.Override = true },
+			withAttrs(pub.published(), withAttrs(own, map[string]any{"datadog.env": "published"}))},
+		{"both: never the observed keys nor the pid", func(c *attrpolicy.Config) { c.Identity.Override, c.Other.Override = true, true },
+			withAttrs(pub.published(), withAttrs(own, map[string]any{"deployment.environment.name": "test", "datadog.env": "published"}))},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := testConfig()
-			cfg.Override = tt.override
+			tt.edit(&cfg.Attributes)
 			h := newHarness(t, cfg)
 			ld := plog.NewLogs()
 			rl := ld.ResourceLogs().AppendEmpty()
-			rl.Resource().Attributes().PutInt("process.pid", int64(pub.Pid))
-			rl.Resource().Attributes().PutInt("service.shard", 1)
-			rl.Resource().Attributes().PutStr("deployment.environment.name", "staging")
+			require.NoError(t, rl.Resource().Attributes().FromRaw(own))
 			addRecord(rl.ScopeLogs().AppendEmpty(), "x", nil)
 			out := h.consumeLogs(ld)
 			assert.Equal(t, tt.want, out.ResourceLogs().At(0).Resource().Attributes().AsRaw())
@@ -147,9 +158,9 @@ func TestIncludeExclude(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := testConfig()
-			cfg.Include, cfg.Exclude = tt.include, tt.exclude
+			cfg.Attributes.Include, cfg.Attributes.Exclude = attrpolicy.Strict(tt.include...), attrpolicy.Strict(tt.exclude...)
 			if tt.want == nil {
-				require.Error(t, cfg.Validate())
+				require.Error(t, confmap.Validate(cfg))
 				return
 			}
 			h := newHarness(t, cfg)
@@ -272,7 +283,7 @@ func TestPodUID(t *testing.T) {
 			host.Add(60).PodUID = uid
 			host.Publish(60, "in-a-pod")
 			cfg := testConfig()
-			cfg.Include, cfg.Exclude = tt.include, tt.exclude
+			cfg.Attributes.Include, cfg.Attributes.Exclude = attrpolicy.Strict(tt.include...), attrpolicy.Strict(tt.exclude...)
 			h := newFakeHarness(t, cfg, fakeTrackerConfig(), host)
 			out := h.consumeLogs(resourceLogs(60))
 			got := out.ResourceLogs().At(0).Resource().Attributes().AsRaw()

@@ -30,6 +30,7 @@ type telemetry struct {
 	builder  *metadata.TelemetryBuilder
 	counts   [numCounts]atomic.Int64
 	enriched [numSources]atomic.Int64
+	noPID    atomic.Int64
 	signal   metric.ObserveOption
 	// kinds are the errors counter's attributes, by count.
 	kinds [numCounts]metric.ObserveOption
@@ -57,6 +58,7 @@ func newTelemetry(set component.TelemetrySettings, signal string) (*telemetry, e
 		// A process that exited while it was read published nothing since.
 		tb.RegisterProcessorProcessContextNoContextCallback(t.observe(int(tracker.OutcomeNoContext), int(tracker.OutcomeGone))),
 		tb.RegisterProcessorProcessContextErrorsCallback(t.observeErrors),
+		tb.RegisterProcessorProcessContextNoPidCallback(t.observeNoPID),
 	)
 	if err != nil {
 		tb.Shutdown()
@@ -88,6 +90,13 @@ func (t *telemetry) observeEnriched(_ context.Context, obs metric.Int64Observer)
 	return nil
 }
 
+func (t *telemetry) observeNoPID(_ context.Context, obs metric.Int64Observer) error {
+	if n := t.noPID.Load(); n > 0 {
+		obs.Observe(n, t.signal)
+	}
+	return nil
+}
+
 func (t *telemetry) observeErrors(_ context.Context, obs metric.Int64Observer) error {
 	for i := range numCounts {
 		if n := t.counts[i].Load(); n > 0 && t.kinds[i] != nil {
@@ -108,6 +117,9 @@ func (t *telemetry) add(counts *itemCounts) {
 		if n > 0 {
 			t.enriched[i].Add(n)
 		}
+	}
+	if counts.noPID > 0 {
+		t.noPID.Add(counts.noPID)
 	}
 }
 

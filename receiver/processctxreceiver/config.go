@@ -8,7 +8,9 @@ import (
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/config/configretry"
+	"go.opentelemetry.io/collector/confmap"
 
+	"github.com/processctx/otelcol-processctx/internal/configkeys"
 	"github.com/processctx/otelcol-processctx/internal/entitymodel"
 	"github.com/processctx/otelcol-processctx/internal/tracker"
 )
@@ -73,6 +75,9 @@ type Config struct {
 	// stated again every report_interval), then the oldest deletes. A
 	// delete waits at most report_interval.
 	QueueSize int `mapstructure:"queue_size"`
+	// Unknown holds the keys of the configuration that are none of the
+	// above (typos, the extension's keys): Validate names them.
+	Unknown map[string]any `mapstructure:",remain"`
 }
 
 // defaultRetry is the exporters' backoff, sooner at first (entity events
@@ -108,11 +113,15 @@ const (
 	floorRetryMaxElapsed = time.Second
 )
 
+// Unmarshal reads the component's section; a value of the wrong type is
+// said by its key and the kind of value wanted, not by a Go type.
+func (c *Config) Unmarshal(conf *confmap.Conf) error { return configkeys.Decode(conf, c) }
+
 // Validate implements confmap.Validator.
 func (c *Config) Validate() error {
 	// confmap validates RetryOnFailure (non-negative values); the floors of
 	// its durations are ours.
-	var errs []error
+	errs := []error{configkeys.Unknown(c, c.Unknown, configkeys.Elsewhere{Name: "the process_context extension", Config: tracker.Config{}})}
 	if c.ReportInterval <= 0 {
 		errs = append(errs, fmt.Errorf("report_interval must be positive, got %s", c.ReportInterval))
 	}

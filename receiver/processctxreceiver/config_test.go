@@ -58,7 +58,7 @@ func TestLoadConfig(t *testing.T) {
 		{name: "invalid_report_interval", wantErr: "report_interval must be positive, got 0s"},
 		{name: "invalid_queue_size", wantErr: "queue_size must be positive, got 0"},
 		{name: "invalid_retry", wantErr: "retry_on_failure: multiplier value must be greater than or equal to 0"},
-		{name: "tracker_key", unmarshalErr: "has invalid keys: collection_interval"},
+		{name: "tracker_key", wantErr: `unknown key "collection_interval": it is a key of the process_context extension`},
 	}
 	for _, tt := range tests {
 		id := component.NewIDWithName(metadata.Type, tt.name)

@@ -7,6 +7,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 
+	"github.com/processctx/otelcol-processctx/internal/attrpolicy"
 	"github.com/processctx/otelcol-processctx/internal/cmdline"
 	"github.com/processctx/otelcol-processctx/internal/entitymodel"
 	"github.com/processctx/otelcol-processctx/internal/procfs"
@@ -56,18 +57,12 @@ const (
 	// specification's example: container -> part_of -> k8s.pod).
 	relationshipPartOf = "part_of"
 
-	// contextAttributesKey holds ProcessContext.attributes (threadlocal.*):
-	// facts about the process that are not resource attributes, kept apart.
-	contextAttributesKey = "process_context.attributes"
 	// sourceKey, in the description, says where the identity comes from
 	// (tracker.Source: "context" or "environment"): an environment's
 	// attributes are what an SDK would read at start, not what a running
 	// SDK published, and a consumer may weigh them apart.
 	sourceKey = "process_context.source"
 
-	// commandArgsKey is not ours (the host's view is process.command_line)
-	// but an SDK may publish it: the command_line setting applies to it.
-	commandArgsKey = entitymodel.ProcessCommandArgsKey
 	commandLineKey = entitymodel.ProcessCommandLineKey
 )
 
@@ -78,6 +73,10 @@ type eventWriter struct {
 	interval    time.Duration
 	commandLine string // CommandLineSanitized ("" too), CommandLineFull or CommandLineNone
 	types       entityTypes
+	// policy decides what of a published resource the entities'
+	// descriptions carry: attrpolicy's defaults (the receiver has no
+	// setting of its own), the same the processor applies to telemetry.
+	policy *attrpolicy.Policy
 	// host is the host the processes run on: the events' resource
 	// (host.id, host.name), and in the specification's shape the target of
 	// each process's runs_on.
@@ -98,7 +97,7 @@ type serviceKey struct {
 
 func newEventWriter(cfg *Config) *eventWriter {
 	w := &eventWriter{format: cfg.EntityEventFormat, interval: cfg.ReportInterval,
-		commandLine: cfg.CommandLine, types: newEntityTypes(cfg.EntityTypes)}
+		commandLine: cfg.CommandLine, types: newEntityTypes(cfg.EntityTypes), policy: attrpolicy.Default()}
 	w.reset()
 	return w
 }
@@ -160,10 +159,13 @@ func (w *eventWriter) state(now time.Time, p *tracker.Process, peers []*tracker.
 }
 
 // processState appends a process's state event: the published resource
-// attributes, then the host's view of the process (which wins for the
-// keys it sets: an SDK in a container reports its own namespace's pids)
-// and the source of the identity; in the specification's shape, the
-// entities the process runs in.
+// attributes the policy lets through (the identity, vendor keys; never a
+// published host.*, container.*, process.* ..., nor an empty value, nor
+// threadlocal.*), then the host's view of the process, the one source of
+// the observed keys (an SDK in a container reports its own namespace's
+// pids, a tracer the host name of its agent), and the source of the
+// identity; in the specification's shape, the entities the process runs
+// in. ProcessContext.attributes go nowhere.
 func (w *eventWriter) processState(now time.Time, p *tracker.Process) {
 	e, lr := w.event(now)
 	putProcessID(e.ID(), p.Identity)
@@ -171,13 +173,15 @@ func (w *eventWriter) processState(now time.Time, p *tracker.Process) {
 	st.SetEntityType(entitymodel.Process)
 	st.SetInterval(w.interval)
 	desc := st.Attributes()
-	p.Context.Resource.CopyTo(desc)
+	desc.EnsureCapacity(p.Context.Resource.Len() + hostViewKeys)
+	for k, v := range p.Context.Resource.All() {
+		if w.policy.Published(k, v) != attrpolicy.Skip {
+			v.CopyTo(desc.PutEmpty(k))
+		}
+	}
 	putHostView(desc, p.Identity)
 	putCommandLine(desc, p.Identity, w.commandLine)
 	desc.PutStr(sourceKey, p.Source.String()) // after the resource: no process claims another source
-	if p.Context.Attributes.Len() > 0 {
-		p.Context.Attributes.CopyTo(lr.Attributes().PutEmptyMap(contextAttributesKey))
-	}
 	w.shape(lr)
 	if lr.EventName() == specEventState { // once shaped: the legacy shape has no field for them
 		putRelationships(lr.Attributes(), p.Identity, w.host.ID)
@@ -207,24 +211,24 @@ func (w *eventWriter) service(now time.Time, res pcommon.Map, peers []*tracker.P
 		st := e.SetEntityState()
 		st.SetEntityType(entitymodel.ServiceInstance)
 		st.SetInterval(w.interval)
-		copyKeys(st.Attributes(), res, svc.ID, svc.Optional, svc.Description)
+		w.copyKeys(st.Attributes(), res, svc.ID, svc.Optional, svc.Description)
 		w.shape(lr)
 		if lr.EventName() == specEventState {
 			rels := lr.Attributes().PutEmptySlice(specEntityRelationships)
 			for _, peer := range peers {
 				putProcessID(appendRelationship(rels, relationshipRunsOn, entitymodel.Process), peer.Identity)
 			}
-			copyKeys(appendRelationship(rels, relationshipPartOf, entitymodel.Service), res, svc.ID, svc.Optional)
+			w.copyKeys(appendRelationship(rels, relationshipPartOf, entitymodel.Service), res, svc.ID, svc.Optional)
 			stringIDs(lr.Attributes())
 		}
 	}
 	if w.types.service && w.once(serviceKey{typ: entitymodel.Service, id: name, namespace: namespace}) {
 		e, lr := w.event(now)
-		copyKeys(e.ID(), res, svc.ID, svc.Optional)
+		w.copyKeys(e.ID(), res, svc.ID, svc.Optional)
 		st := e.SetEntityState()
 		st.SetEntityType(entitymodel.Service)
 		st.SetInterval(w.interval)
-		copyKeys(st.Attributes(), res, svc.Description)
+		w.copyKeys(st.Attributes(), res, svc.Description)
 		w.shape(lr)
 	}
 }
@@ -246,11 +250,12 @@ func strAttr(m pcommon.Map, key string) string {
 	return ""
 }
 
-// copyKeys copies the values of the keys of each list that src has.
-func copyKeys(dst, src pcommon.Map, lists ...[]string) {
+// copyKeys copies the values of the keys of each list that src has and
+// the policy lets through (an empty service.version is none).
+func (w *eventWriter) copyKeys(dst, src pcommon.Map, lists ...[]string) {
 	for _, keys := range lists {
 		for _, k := range keys {
-			if v, ok := src.Get(k); ok {
+			if v, ok := src.Get(k); ok && w.policy.Published(k, v) != attrpolicy.Skip {
 				v.CopyTo(dst.PutEmpty(k))
 			}
 		}
@@ -427,6 +432,10 @@ func rename(attrs pcommon.Map, from, to string) {
 	moved.MoveTo(attrs.PutEmpty(to))
 }
 
+// hostViewKeys is how many keys putHostView, putCommandLine and the
+// source put at most.
+const hostViewKeys = 11
+
 // putHostView adds what the host knows of the process.
 func putHostView(m pcommon.Map, id procfs.Identity) {
 	putProcessID(m, id)
@@ -445,49 +454,17 @@ func putHostView(m pcommon.Map, id procfs.Identity) {
 
 // putCommandLine sets process.command_line as the command_line setting
 // says: the host's, sanitized from its arguments by default, or as read;
-// none at all. What the SDK published is treated alike (its
-// process.command_line, which stays where the host has none, and its
-// process.command_args): the setting says what leaves the host, wherever
-// it was read.
+// none at all. A published one never gets here (the policy's observed
+// family).
 func putCommandLine(m pcommon.Map, id procfs.Identity, setting string) {
-	switch setting {
-	case CommandLineNone:
-		m.Remove(commandLineKey)
-		m.Remove(commandArgsKey)
-		return
-	case CommandLineFull:
-		putNonEmpty(m, commandLineKey, id.CommandLine)
-		return
-	}
 	switch {
+	case setting == CommandLineNone:
+	case setting == CommandLineFull:
+		putNonEmpty(m, commandLineKey, id.CommandLine)
 	case len(id.Args) > 0:
 		m.PutStr(commandLineKey, cmdline.Sanitize(id.Args))
 	case id.CommandLine != "":
 		m.PutStr(commandLineKey, cmdline.SanitizeLine(id.CommandLine))
-	default:
-		if v, ok := m.Get(commandLineKey); ok {
-			v.SetStr(cmdline.SanitizeLine(v.AsString()))
-		}
-	}
-	if v, ok := m.Get(commandArgsKey); ok {
-		sanitizeArgsValue(v)
-	}
-}
-
-// sanitizeArgsValue sanitizes a published process.command_args: an array
-// of arguments, or anything else as a line.
-func sanitizeArgsValue(v pcommon.Value) {
-	if v.Type() != pcommon.ValueTypeSlice {
-		v.SetStr(cmdline.SanitizeLine(v.AsString()))
-		return
-	}
-	s := v.Slice()
-	args := make([]string, s.Len())
-	for i, a := range s.All() {
-		args[i] = a.AsString()
-	}
-	for i, a := range cmdline.SanitizeArgs(args) {
-		s.At(i).SetStr(a)
 	}
 }
 

@@ -93,9 +93,11 @@ func TestEventShapes(t *testing.T) {
 			assert.Equal(t, wantSpec, lr.EventName() != "", "spec shape")
 			assert.Equal(t, pcommon.NewTimestampFromTime(now), lr.ObservedTimestamp())
 		}
-		ctxAttrs, ok := records.At(0).Attributes().Get(contextAttributesKey)
-		require.True(t, ok)
-		assert.Equal(t, "tlsdesc_v1_dev", ctxAttrs.Map().AsRaw()["threadlocal.schema_version"])
+		// ProcessContext.attributes go nowhere.
+		b, err := (&plog.JSONMarshaler{}).MarshalLogs(logs)
+		require.NoError(t, err)
+		assert.NotContains(t, string(b), "threadlocal")
+		assert.NotContains(t, string(b), "process_context.attributes")
 
 		// Parse as a consumer would, with the gate of the shape.
 		setSpecGate(t, wantSpec)
@@ -188,7 +190,7 @@ func descriptionOf(t *testing.T, lr plog.LogRecord) map[string]any {
 
 // Every state event says where the identity comes from, in its
 // description (otel.entity.attributes in the legacy shape), over whatever
-// the resource claims; an environment identity has no context attributes.
+// the resource claims.
 func TestStateDescriptionSource(t *testing.T) {
 	forged := testProcess()
 	forged.Context.Resource.PutStr(sourceKey, "environment")
@@ -197,11 +199,10 @@ func TestStateDescriptionSource(t *testing.T) {
 		process     *tracker.Process
 		wantSource  string
 		wantService string
-		wantCtxAttr bool
 	}{
-		{"context", testProcess(), "context", "checkout", true},
-		{"environment", envProcess(), "environment", "cart", false},
-		{"a resource cannot claim another source", forged, "context", "checkout", true},
+		{"context", testProcess(), "context", "checkout"},
+		{"environment", envProcess(), "environment", "cart"},
+		{"a resource cannot claim another source", forged, "context", "checkout"},
 	}
 	for _, tt := range tests {
 		for _, format := range []string{FormatLegacy, FormatSpec} {
@@ -210,8 +211,6 @@ func TestStateDescriptionSource(t *testing.T) {
 				desc := descriptionOf(t, lr)
 				assert.Equal(t, tt.wantSource, desc[sourceKey])
 				assert.Equal(t, tt.wantService, desc["service.name"])
-				_, ctxAttrs := lr.Attributes().Get(contextAttributesKey)
-				assert.Equal(t, tt.wantCtxAttr, ctxAttrs, contextAttributesKey)
 			})
 		}
 	}
@@ -353,8 +352,8 @@ func TestStringValues(t *testing.T) {
 }
 
 // The command_line setting: the host's command line sanitized from its
-// arguments by default, as read with full, absent with none; what an SDK
-// published is treated alike, in both shapes.
+// arguments by default, as read with full, absent with none, in both
+// shapes; what an SDK published (observed family) is never copied.
 func TestCommandLineSetting(t *testing.T) {
 	args := []string{"java", "-Dspring.datasource.password=S3cret", "-jar", "app.jar", "--api-key", "sk-123", "--port", "8080"}
 	const (
@@ -374,8 +373,6 @@ func TestCommandLineSetting(t *testing.T) {
 		}
 	}
 	both := func(p *tracker.Process) { host(p); published(p) }
-	sanitizedArgs := []any{"java", "-Dspring.datasource.password=****", "-jar", "app.jar", "--api-key", "****", "--port", "8080"}
-	fullArgs := []any{"java", "-Dspring.datasource.password=S3cret", "-jar", "app.jar", "--api-key", "sk-123", "--port", "8080"}
 	tests := []struct {
 		name     string
 		setting  string
@@ -385,12 +382,13 @@ func TestCommandLineSetting(t *testing.T) {
 	}{
 		{"sanitized/host", CommandLineSanitized, host, sanitized, nil},
 		{"sanitized/host line only", CommandLineSanitized, lineOnly, sanitized, nil},
-		{"sanitized/published", CommandLineSanitized, published, sanitized, sanitizedArgs},
-		{"sanitized/host wins", CommandLineSanitized, both, sanitized, sanitizedArgs},
+		{"sanitized/published", CommandLineSanitized, published, nil, nil},
+		{"sanitized/host wins", CommandLineSanitized, both, sanitized, nil},
 		{"sanitized/none known", CommandLineSanitized, func(*tracker.Process) {}, nil, nil},
 		{"unset is sanitized", "", host, sanitized, nil},
 		{"full/host", CommandLineFull, host, full, nil},
-		{"full/published", CommandLineFull, published, full, fullArgs},
+		{"full/published", CommandLineFull, published, nil, nil},
+		{"full/host wins", CommandLineFull, both, full, nil},
 		{"none/host", CommandLineNone, host, nil, nil},
 		{"none/published", CommandLineNone, both, nil, nil},
 	}
@@ -416,18 +414,6 @@ func TestCommandLineSetting(t *testing.T) {
 	}
 }
 
-func TestSanitizeArgsValue(t *testing.T) {
-	v := pcommon.NewValueStr("app --token abc")
-	sanitizeArgsValue(v)
-	assert.Equal(t, "app --token ****", v.Str(), "not an array: a line")
-	v = pcommon.NewValueSlice()
-	v.Slice().AppendEmpty().SetStr("app")
-	v.Slice().AppendEmpty().SetStr("--token")
-	v.Slice().AppendEmpty().SetInt(42)
-	sanitizeArgsValue(v)
-	assert.Equal(t, []any{"app", "--token", "****"}, v.Slice().AsRaw())
-}
-
 // The events' resource names the host the processes run on, in every
 // shape, as contrib's resourcedetection system detector would.
 func TestEventsResourceNamesTheHost(t *testing.T) {
@@ -451,4 +437,67 @@ func testWriter(format string, interval time.Duration, commandLine string) *even
 	cfg.EntityEventFormat, cfg.ReportInterval, cfg.CommandLine = format, interval, commandLine
 	cfg.EntityTypes = []string{"process"}
 	return newEventWriter(cfg)
+}
+
+// A process's and a service instance's descriptions come from the policy
+// of internal/attrpolicy at its defaults: the identity and vendor keys a
+// process publishes; never a published host.*, container.*, k8s.* or
+// process.* (the host's view is their one source), an empty value, or
+// threadlocal.*; and nothing of ProcessContext.attributes. The events'
+// resource is the one host they describe.
+func TestDescriptionPolicy(t *testing.T) {
+	published := map[string]any{
+		"service.name": "checkout", "service.instance.id": "checkout-1", "service.version": "",
+		"telemetry.sdk.name": "dd-trace-go", "datadog.x": "dd", "vendor.empty": "",
+		"host.name": "127.0.0.1", "host.arch": "amd64", "os.type": "linux", "cloud.region": "moon-1",
+		"container.id": "published-container", "k8s.pod.uid": "published-pod",
+		"process.executable.name": "forged", "process.command_line": "app --token abc",
+		"threadlocal.schema_version": "tlsdesc_v1_dev",
+	}
+	for _, tt := range []struct {
+		name        string
+		containerID string // the cgroup's
+	}{
+		{"in no container", ""},
+		{"in a container", "3f4e5d6c7b8a99887766554433221100ffeeddccbbaa00112233445566778899"},
+	} {
+		for _, format := range []string{FormatLegacy, FormatSpec} {
+			t.Run(tt.name+"/"+format, func(t *testing.T) {
+				p := testProcess()
+				require.NoError(t, p.Context.Resource.FromRaw(published))
+				p.Identity.ContainerID = tt.containerID
+				cfg := createDefaultConfig()
+				cfg.EntityEventFormat = format
+				w := newEventWriter(cfg)
+				w.setHost(procfs.HostIdentity{ID: "abc123", Name: "node-1"})
+				w.state(time.Unix(1, 0), p, []*tracker.Process{p})
+				logs := w.take()
+				records := logs.ResourceLogs().At(0).ScopeLogs().At(0).LogRecords()
+				require.Equal(t, 3, records.Len(), "process, service instance, service")
+
+				desc := descriptionOf(t, records.At(0))
+				for _, k := range []string{"service.name", "service.instance.id", "telemetry.sdk.name", "datadog.x"} {
+					assert.Equal(t, published[k], desc[k], k)
+				}
+				for _, k := range []string{"service.version", "vendor.empty", "host.name", "host.arch", "os.type", "cloud.region",
+					"k8s.pod.uid", "process.command_line", "threadlocal.schema_version"} {
+					assert.NotContains(t, desc, k)
+				}
+				assert.Equal(t, "java", desc["process.executable.name"], "the host's")
+				if tt.containerID == "" {
+					assert.NotContains(t, desc, "container.id", "the cgroup names no container")
+				} else {
+					assert.Equal(t, tt.containerID, desc["container.id"], "the cgroup's")
+				}
+				assert.Equal(t, map[string]any{"service.name": "checkout"}, descriptionOf(t, records.At(1)), "no empty service.version")
+				assert.Equal(t, map[string]any{"host.id": "abc123", "host.name": "node-1"},
+					logs.ResourceLogs().At(0).Resource().Attributes().AsRaw())
+				b, err := (&plog.JSONMarshaler{}).MarshalLogs(logs)
+				require.NoError(t, err)
+				for _, never := range []string{"127.0.0.1", "published-container", "published-pod", "forged", "threadlocal", "tlsdesc"} {
+					assert.NotContains(t, string(b), never)
+				}
+			})
+		}
+	}
 }

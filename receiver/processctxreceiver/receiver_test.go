@@ -35,9 +35,10 @@ type event struct {
 	pid          int
 	creationTime string
 	description  map[string]any
-	contextAttrs map[string]any
-	reason       string
-	interval     int64
+	// recordAttrs are the record's attributes: the event's fields only.
+	recordAttrs map[string]any
+	reason      string
+	interval    int64
 }
 
 // decodeEvents decodes the process entity events of logs (the service
@@ -105,7 +106,7 @@ func decodeEvent(t testing.TB, lr plog.LogRecord) event {
 	}
 	e.creationTime = id["process.creation.time"].(string)
 	require.NotEmpty(t, e.creationTime)
-	e.contextAttrs, _ = a[contextAttributesKey].(map[string]any)
+	e.recordAttrs = a
 	return e
 }
 
@@ -276,7 +277,7 @@ func encode(t testing.TB, res, attrs pcommon.Map) []byte {
 }
 
 // assertState checks a state event: the published attributes as they are,
-// the host's view beside them, the thread-context attributes kept apart.
+// the host's view beside them, the thread-context attributes nowhere.
 func assertState(t *testing.T, e event, p *pubtest.Proc, res, attrs pcommon.Map) {
 	t.Helper()
 	require.Equal(t, "state", e.kind)
@@ -291,8 +292,9 @@ func assertState(t *testing.T, e event, p *pubtest.Proc, res, attrs pcommon.Map)
 	assert.Equal(t, e.creationTime, e.description["process.creation.time"])
 	for k := range attrs.AsRaw() {
 		assert.NotContains(t, e.description, k, "non-resource attribute in the entity attributes")
+		assert.NotContains(t, e.recordAttrs, k, "non-resource attribute on the event")
 	}
-	assert.Equal(t, attrs.AsRaw(), e.contextAttrs)
+	assert.NotContains(t, e.recordAttrs, "process_context.attributes")
 	assert.Equal(t, time.Hour.Milliseconds(), e.interval)
 }
 

@@ -18,8 +18,9 @@ import (
 )
 
 // additionsMarker names, in examples/README.md, the YAML block of the
-// recipes' components after it.
-const additionsMarker = "<!-- recipe components: test/distribution builds them -->"
+// recipes' components after it: the lines to add to the user's manifest,
+// at the versions builder-config.yaml builds.
+const additionsMarker = "<!-- recipe components: test/distribution checks them against builder-config.yaml -->"
 
 // userManifest is the ocb manifest the README tells users to copy.
 const userManifest = "examples/builder-config.yaml"
@@ -69,35 +70,17 @@ func parseManifest(t *testing.T, text string) manifest {
 	return m
 }
 
-// add appends the component lists of other, skipping the modules that
-// cannot be built here.
-func (m manifest) add(t *testing.T, other manifest) {
-	t.Helper()
-	for kind, v := range other {
-		entries, ok := v.([]any)
-		require.True(t, ok, "%s: a list of components", kind)
-		list, _ := m[kind].([]any)
-		for _, e := range entries {
-			gomod, _ := e.(map[string]any)["gomod"].(string)
-			if why, skip := unbuildableHere[strings.Fields(gomod)[0]]; skip {
-				t.Logf("not built here: %s (%s)", gomod, why)
-				continue
-			}
-			list = append(list, e)
-		}
-		m[kind] = list
-	}
-}
-
-// gomods lists the module paths the manifest names.
-func (m manifest) gomods() []string {
-	var out []string
+// versions returns the version of each module the manifest names.
+func (m manifest) versions() map[string]string {
+	out := map[string]string{}
 	for _, v := range m {
 		entries, _ := v.([]any)
 		for _, e := range entries {
 			if c, ok := e.(map[string]any); ok {
 				if g, ok := c["gomod"].(string); ok {
-					out = append(out, strings.Fields(g)[0])
+					if f := strings.Fields(g); len(f) == 2 {
+						out[f[0]] = f[1]
+					}
 				}
 			}
 		}
@@ -134,16 +117,13 @@ func (m manifest) build(t *testing.T, dir string) string {
 	path := filepath.Join(dir, "builder-config.yaml")
 	require.NoError(t, os.WriteFile(path, out, 0o644))
 
-	cmd := exec.Command(builder, "--config", path)
-	// -e lets `go mod tidy` (which ocb runs) pass over test-only
-	// dependencies of contrib modules that this machine's module proxy
-	// does not serve (e.g. go.opentelemetry.io/collector/scraper/scrapertest
-	// v0.165.0, needed by hostmetricsreceiver's tests only); go build
-	// ignores the flag. With the public proxy it changes nothing.
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=-e")
+	// As the README says to build it: tools/build-collector.sh, which runs
+	// ocb as the Makefile does (CGO_ENABLED=0; GOFLAGS=-e for test-only
+	// modules a proxy may lack).
+	cmd := exec.Command(filepath.Join(pubtest.RepoRoot(), "tools", "build-collector.sh"), builder, path)
 	cmd.Dir = dir
 	log, err := cmd.CombinedOutput()
-	require.NoError(t, err, "ocb --config %s:\n%s\nmanifest:\n%s", path, log, out)
+	require.NoError(t, err, "tools/build-collector.sh %s %s:\n%s\nmanifest:\n%s", builder, path, log, out)
 	bin := filepath.Join(dir, "build", dist["name"].(string))
 	require.FileExists(t, bin)
 	return bin
@@ -208,9 +188,15 @@ func validate(t *testing.T, bin, config string) {
 }
 
 // TestDistribution builds the ocb manifest users copy
-// (examples/builder-config.yaml), then the recipes' collector (that
-// manifest plus examples/README.md's components), and
-// validates every recipe and every complete configuration in a README.
+// (examples/builder-config.yaml) as the README says; checks that the
+// components examples/README.md tells them to add for the recipes are the
+// ones this repository's distribution (bin/otelcol-processctx, which
+// `make build` built from builder-config.yaml) is built with, at the same
+// versions, or cannot be built here (checked against their schema); runs
+// every recipe but k8sattributes.yaml on the distribution against the
+// local backend; and validates every recipe and every complete
+// configuration in a README with the distribution. No other collector is
+// built: the distribution has the recipes' components.
 func TestDistribution(t *testing.T) {
 	root := pubtest.RepoRoot()
 	dir := t.TempDir()
@@ -221,9 +207,8 @@ func TestDistribution(t *testing.T) {
 
 	manifestText, err := os.ReadFile(filepath.Join(root, userManifest))
 	require.NoError(t, err)
-	var userBuild string
 	t.Run(userManifest, func(t *testing.T) {
-		userBuild = parseManifest(t, string(manifestText)).build(t, filepath.Join(dir, "user"))
+		userBuild := parseManifest(t, string(manifestText)).build(t, filepath.Join(dir, "user"))
 		have := components(t, userBuild)
 		for kind, typ := range map[string]string{"extensions": "process_context", "receivers": "process_context", "processors": "process_context"} {
 			assert.Contains(t, have[kind], typ, kind)
@@ -240,25 +225,29 @@ func TestDistribution(t *testing.T) {
 		require.NoError(t, err, "config.yaml on %s:\n%s", userManifest, out)
 		// Recipes that need nothing else.
 		validate(t, userBuild, filepath.Join(root, "examples", "entity-events.yaml"))
-		validate(t, userBuild, filepath.Join(root, "examples", "containers.yaml"))
+		validate(t, userBuild, hostRoot(t, filepath.Join(root, "examples", "containers.yaml"), filepath.Join(dir, "containers.yaml")))
+		// Its converter refuses a pipeline without the extension, as ours does.
+		noExtension := filepath.Join(dir, "no-extension.yaml")
+		require.NoError(t, os.WriteFile(noExtension, []byte("processors: {process_context: {}}\nreceivers: {otlp: {protocols: {grpc: {}}}}\nexporters: {debug: {}}\n"+
+			"service: {pipelines: {logs: {receivers: [otlp], processors: [process_context], exporters: [debug]}}}\n"), 0o644))
+		out, err = exec.Command(userBuild, "validate", "--config", noExtension).CombinedOutput()
+		require.Error(t, err, "%s", out)
+		assert.Contains(t, string(out), "process_context processor: no process_context extension")
 	})
-	require.NotEmpty(t, userBuild, userManifest+" did not build")
 
-	recipes := parseManifest(t, string(manifestText))
+	shipped := parseManifest(t, readFile(t, filepath.Join(root, "builder-config.yaml"))).versions()
 	additions := parseManifest(t, markedBlock(t, filepath.Join(root, "examples", "README.md"), additionsMarker))
-	for _, mod := range additions.gomods() {
+	for mod, version := range additions.versions() {
 		assert.NotContains(t, string(manifestText), mod, "examples/README.md adds what "+userManifest+" lacks")
+		if why, ok := unbuildableHere[mod]; ok {
+			t.Logf("not built here: %s %s (%s)", mod, version, why)
+			continue
+		}
+		assert.Equal(t, shipped[mod], version, "examples/README.md's %s is not the version builder-config.yaml builds", mod)
 	}
-	recipes.add(t, additions)
-	var recipesBuild string
-	t.Run("recipes collector", func(t *testing.T) {
-		recipesBuild = recipes.build(t, filepath.Join(dir, "recipes"))
-	})
-	require.NotEmpty(t, recipesBuild, "the recipes' collector did not build")
-	have := components(t, recipesBuild)
-	distribution := components(t, ours)
+	have := components(t, ours)
 
-	t.Run("recipes against the local backend", func(t *testing.T) { runRecipesAgainstLocalBackend(t, ours, recipesBuild) })
+	t.Run("recipes against the local backend", func(t *testing.T) { runRecipesAgainstLocalBackend(t, ours) })
 
 	examples, err := filepath.Glob(filepath.Join(root, "examples", "*.yaml"))
 	require.NoError(t, err)
@@ -269,15 +258,14 @@ func TestDistribution(t *testing.T) {
 			config, err := os.ReadFile(path)
 			require.NoError(t, err)
 			used := configComponents(t, config)
-			if covers(distribution, used) {
-				validate(t, ours, path) // its header says so: keep it true
-				header := strings.Join(strings.Fields(strings.ReplaceAll(string(config), "#", "")), " ")
+			header := strings.Join(strings.Fields(strings.ReplaceAll(string(config), "#", "")), " ")
+			if covers(have, used) {
 				assert.Contains(t, header, "The distribution of this repository (builder-config.yaml) has every component used here.", "the recipe says it runs on this distribution")
-			}
-			if !covers(have, used) {
+			} else {
+				assert.NotContains(t, header, "has every component used here", "the recipe says it runs on this distribution, which lacks some of its components")
 				path = withoutUnbuildable(t, config, have, filepath.Join(dir, filepath.Base(path)))
 			}
-			validate(t, recipesBuild, path)
+			validate(t, ours, hostRoot(t, path, filepath.Join(dir, "host-"+filepath.Base(path))))
 		})
 	}
 
@@ -288,10 +276,31 @@ func TestDistribution(t *testing.T) {
 			t.Run(fmt.Sprintf("%s block %d", name, i+1), func(t *testing.T) {
 				path := filepath.Join(dir, fmt.Sprintf("%s-%d.yaml", strings.ReplaceAll(name, "/", "_"), i))
 				require.NoError(t, os.WriteFile(path, []byte(block), 0o644))
-				validate(t, ours, path)
+				validate(t, ours, hostRoot(t, path, path))
 			})
 		}
 	}
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	return string(b)
+}
+
+// hostRoot writes, at to, the configuration at path with a root_path of a
+// container (/hostfs) replaced by this host's "/" (validate checks that
+// root_path holds the host's procfs, on the machine it runs on), and
+// returns where the configuration to validate is.
+func hostRoot(t *testing.T, path, to string) string {
+	t.Helper()
+	config := readFile(t, path)
+	if !strings.Contains(config, "root_path: /hostfs\n") {
+		return path
+	}
+	require.NoError(t, os.WriteFile(to, []byte(strings.ReplaceAll(config, "root_path: /hostfs\n", "root_path: /\n")), 0o644))
+	return to
 }
 
 // configBlocks returns the ```yaml blocks of a Markdown file that are

@@ -33,13 +33,14 @@ func freeAddr(t *testing.T) string {
 	return l.Addr().String()
 }
 
-// runRecipesAgainstLocalBackend runs, on the recipes' collector, the
-// recipes that need contrib components, as their headers and
-// examples/README.md say: against the local backend (this repository's
-// collector with examples/local-backend.yaml), exporting to it through
-// OTLP_ENDPOINT and OTLP_INSECURE. What they send arrives there with the
+// runRecipesAgainstLocalBackend runs, on this repository's distribution,
+// the recipes that need contrib's receivers, as their headers and
+// examples/README.md say: against the local backend (the distribution with
+// examples/local-backend.yaml), exporting to it through OTLP_ENDPOINT and
+// OTLP_INSECURE, their own metrics moved by PROCESSCTX_METRICS_PORT (tests
+// run beside other collectors). What they send arrives there with the
 // service a publisher published.
-func runRecipesAgainstLocalBackend(t *testing.T, ours, recipes string) {
+func runRecipesAgainstLocalBackend(t *testing.T, ours string) {
 	pubtest.RequireRoot(t)
 	root := pubtest.RepoRoot()
 	read := func(name string) string {
@@ -51,7 +52,7 @@ func runRecipesAgainstLocalBackend(t *testing.T, ours, recipes string) {
 	localBackend := func(t *testing.T) (backend *pubtest.Output, env []string) {
 		addr := freeAddr(t)
 		backend = run(t, ours, strings.ReplaceAll(read("local-backend.yaml"), "127.0.0.1:14317", addr))
-		return backend, []string{"OTLP_ENDPOINT=" + addr, "OTLP_INSECURE=true"}
+		return backend, []string{"OTLP_ENDPOINT=" + addr, "OTLP_INSECURE=true", fmt.Sprintf("PROCESSCTX_METRICS_PORT=%d", pubtest.FreePort(t))}
 	}
 	shows := func(t *testing.T, backend *pubtest.Output, what, want string) {
 		t.Helper()
@@ -65,8 +66,8 @@ func runRecipesAgainstLocalBackend(t *testing.T, ours, recipes string) {
 		backend, env := localBackend(t)
 		logFile := filepath.Join(t.TempDir(), "syslog")
 		require.NoError(t, os.WriteFile(logFile, nil, 0o644))
-		config := strings.Replace(read("filelog.yaml"), "include: [/var/log/syslog, /var/log/messages]", "include: ["+logFile+"]", 1)
-		run(t, recipes, config, env...)
+		// As written; the file named by the variable its header documents.
+		run(t, ours, read("filelog.yaml"), append(env, "FILELOG_INCLUDE="+logFile)...)
 		line := fmt.Sprintf("%s host c-publisher[%d]: recipe-filelog-line\n", time.Now().Format("Jan _2 15:04:05"), pub.Pid)
 		// start_at: end: lines written once the receiver watches the file.
 		require.Eventually(t, func() bool {
@@ -81,30 +82,21 @@ func runRecipesAgainstLocalBackend(t *testing.T, ours, recipes string) {
 	})
 
 	t.Run("journald.yaml", func(t *testing.T) {
-		// A journal of the test's own, written with systemd-journal-remote
-		// (as a log shipper would): no journald needed.
-		remote := "/lib/systemd/systemd-journal-remote"
-		if _, err := os.Stat(remote); err != nil {
-			t.Skipf("%s is missing (Debian's systemd-journal-remote; .ci/run installs it)", remote)
-		}
 		if _, err := exec.LookPath("journalctl"); err != nil {
-			t.Skip("journalctl is missing (Debian's systemd; .ci/run installs it)")
+			t.Fatal("journalctl is missing (Debian's systemd; .ci/run installs it)")
 		}
 		backend, env := localBackend(t)
-		dir := t.TempDir()
-		journal := func(message string) {
-			entry := fmt.Sprintf("__REALTIME_TIMESTAMP=%d\n_PID=%d\nPRIORITY=6\nMESSAGE=%s\n_BOOT_ID=%s\n_MACHINE_ID=%s\n\n",
-				time.Now().UnixMicro(), pub.Pid, message, strings.Repeat("0f", 16), strings.Repeat("0f", 16))
-			cmd := exec.Command(remote, "--output="+filepath.Join(dir, "remote.journal"), "-")
-			cmd.Stdin = strings.NewReader(entry)
-			out, err := cmd.CombinedOutput()
-			require.NoError(t, err, "%s", out)
-		}
-		journal("before the receiver") // the directory holds a journal when journalctl starts
-		run(t, recipes, strings.Replace(read("journald.yaml"), "directory: /var/log/journal", "directory: "+dir, 1), env...)
+		// A journal of the test's own (no journald runs here), which the
+		// recipe reads through its directory key; test/e2e runs the recipe
+		// unchanged in the image on such a journal at the default paths.
+		journal := pubtest.NewJournal(t)
+		journal.Write(t, pub.Pid, "before the receiver") // the directory holds a journal when journalctl starts
+		config := read("journald.yaml")
+		require.Contains(t, config, "\n  journald:\n")
+		run(t, ours, strings.Replace(config, "\n  journald:\n", "\n  journald:\n    directory: "+journal.Dir+"\n", 1), env...)
 		// The receiver starts at the journal's end: entries written after it.
 		require.Eventually(t, func() bool {
-			journal("recipe-journald-line")
+			journal.Write(t, pub.Pid, "recipe-journald-line")
 			return strings.Contains(backend.String(), "recipe-journald-line")
 		}, 60*time.Second, time.Second)
 		shows(t, backend, "the entry with its process's service", "service.name: Str(recipe-contrib-svc)")
@@ -112,7 +104,7 @@ func runRecipesAgainstLocalBackend(t *testing.T, ours, recipes string) {
 
 	t.Run("hostmetrics-process.yaml", func(t *testing.T) {
 		backend, env := localBackend(t)
-		run(t, recipes, read("hostmetrics-process.yaml"), env...)
+		run(t, ours, read("hostmetrics-process.yaml"), env...)
 		shows(t, backend, "process metrics", "process.cpu.time")
 		shows(t, backend, "the publisher's metrics with its service", "service.name: Str(recipe-contrib-svc)")
 	})

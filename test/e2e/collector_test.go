@@ -30,6 +30,20 @@ var profilesPipeline = regexp.MustCompile(`(?m)^\s+profiles(/\S*)?:`)
 // is ready. wrap, when set, prefixes the command (e.g. setpriv).
 func startCollector(t testing.TB, config string, wrap ...string) *collector {
 	t.Helper()
+	return startCollectorWith(t, config, nil, wrap...)
+}
+
+// patientLookups is the flag that lets the processor's batches wait for
+// the reads they need as long as the processor allows (lookup_timeout
+// 5s), for a test of a recipe as written whose subject is what is added,
+// not how fast a loaded machine reads a process (firstbatch_test.go tests
+// the default, 50ms).
+var patientLookups = []string{"--set=processors::process_context::lookup_timeout=5s"}
+
+// startCollectorWith is startCollector with flags added to the collector's
+// command line.
+func startCollectorWith(t testing.TB, config string, flags []string, wrap ...string) *collector {
+	t.Helper()
 	dir, err := os.MkdirTemp("", "e2e-collector-")
 	if err != nil {
 		t.Fatal(err)
@@ -46,7 +60,7 @@ func startCollector(t testing.TB, config string, wrap ...string) *collector {
 	if len(wrap) > 0 { // another uid must be able to run it
 		bin = pubtest.ExecutableCopy(t, bin, "otelcol-processctx")
 	}
-	args := append(append([]string{}, wrap...), bin, "--config", cfgPath)
+	args := append(append(append([]string{}, wrap...), bin, "--config", cfgPath), flags...)
 	if profilesPipeline.MatchString(config) {
 		// Only a configuration with a profiles pipeline needs the gate.
 		args = append(args, "--feature-gates=service.profilesSupport")

@@ -22,8 +22,23 @@ import (
 	"github.com/processctx/otelcol-processctx/internal/pubtest"
 )
 
-// collectorImage is what `make image` builds (the Makefile's IMAGE).
-const collectorImage = "localhost/otelcol-processctx:0.1.0"
+// imageEnv names the image the container tests run, when set (make test
+// sets it to the Makefile's IMAGE); otherwise they run the Makefile's IMAGE.
+const imageEnv = "PROCESSCTX_IMAGE"
+
+// collectorImage is the image `make image` builds, which the test needs.
+func collectorImage(t *testing.T) string {
+	t.Helper()
+	image := os.Getenv(imageEnv)
+	if image == "" {
+		image = pubtest.MakeVar(t, "IMAGE")
+		require.NotEmpty(t, image, "the Makefile defines no IMAGE")
+	}
+	if exec.Command(podman(t), "image", "exists", image).Run() != nil {
+		t.Fatalf("%s is missing: run `make image` (make test does; %s=<name> tests another)", image, imageEnv)
+	}
+	return image
+}
 
 // podman returns the podman binary; the container tests need it, as root
 // (.ci/run installs it and configures it for this VM: runc, cgroupfs, no
@@ -225,10 +240,7 @@ func TestPublisherInAContainer(t *testing.T) {
 // a host publisher, and enriches telemetry sent to it from inside another
 // container with the in-container pid and container.id.
 func TestCollectorInAContainer(t *testing.T) {
-	podman(t)
-	if exec.Command(podman(t), "image", "exists", collectorImage).Run() != nil {
-		t.Fatalf("%s is missing: run `make image` (make test does)", collectorImage)
-	}
+	collectorImage := collectorImage(t)
 	pubImage, sendImage := publisherImage(t), otlpSendImage(t)
 	for _, mode := range []struct {
 		name     string
@@ -285,4 +297,59 @@ func TestCollectorInAContainer(t *testing.T) {
 			assert.Equal(t, "contained-"+mode.name, serviceOfBody(t, server, body))
 		})
 	}
+}
+
+// The image runs the journald recipe (examples/journald.yaml, as written)
+// the way the DaemonSet runs it: the host's journal directories and
+// /etc/machine-id mounted read-only at their paths, the image's user with
+// the documented capabilities, in the host's pid namespace (the recipe's
+// root_path is /). Its journalctl, the image's own, reads the journal as
+// that user; an entry written by a publishing process reaches the local
+// backend with that process's service.name. The journal is the test's own,
+// written with systemd-journal-remote as a log shipper would, laid out as
+// journald lays out /var/log/journal: the test needs no journald.
+func TestImageReadsTheJournal(t *testing.T) {
+	image := collectorImage(t)
+	journal := pubtest.NewJournal(t)
+	backend := startLocalBackend(t)
+	pub := publishService(t, pubtest.C, "journal-in-a-container")
+	journal.Write(t, pub.Pid, "before the receiver") // journalctl starts on a journal
+
+	config, err := os.ReadFile(filepath.Join(pubtest.RepoRoot(), "examples", "journald.yaml"))
+	require.NoError(t, err)
+	dir := t.TempDir()
+	require.NoError(t, os.Chmod(dir, 0o755))
+	cfg := filepath.Join(dir, "config.yaml")
+	require.NoError(t, os.WriteFile(cfg, config, 0o644))
+	name := containerName("journald")
+	podmanOut(t, "run", "-d", "--rm", "--name", name, "--network", "host", "--pid", "host",
+		"--cap-drop", "all", "--cap-add", "SYS_PTRACE,DAC_READ_SEARCH,BPF,PERFMON", "--read-only",
+		"-e", "OTLP_ENDPOINT="+os.Getenv("OTLP_ENDPOINT"), "-e", "OTLP_INSECURE=true",
+		"-e", fmt.Sprintf("PROCESSCTX_METRICS_PORT=%d", pubtest.FreePort(t)),
+		"-v", cfg+":/etc/otelcol/config.yaml:ro",
+		"-v", journal.Dir+":/var/log/journal:ro",
+		"-v", "/etc/machine-id:/etc/machine-id:ro",
+		image)
+	logs := func() string {
+		out, _ := exec.Command(podman(t), "logs", name).CombinedOutput()
+		return string(out)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("collector logs:\n%s", logs())
+		}
+		_ = exec.Command(podman(t), "rm", "-f", "-t", "2", name).Run()
+	})
+	require.Eventually(t, func() bool { return strings.Contains(logs(), "Everything is ready") },
+		30*time.Second, 50*time.Millisecond, "the collector in its container starts")
+	assert.Equal(t, "10001:10001", podmanOut(t, "inspect", "--format", "{{.Config.User}}", image), "the image's user")
+
+	// The receiver starts at the journal's end: entries written after it.
+	require.Eventually(t, func() bool {
+		journal.Write(t, pub.Pid, "image-journald-line")
+		return strings.Contains(backend.Output.String(), "image-journald-line")
+	}, 60*time.Second, time.Second, "the journal entry reaches the local backend")
+	waitOutput(t, backend, "the entry with its process's service", "service.name: Str(journal-in-a-container)")
+	assert.Contains(t, resourceBlock(backend.Output.String(), "ResourceLog #", "image-journald-line"), "service.name: Str(journal-in-a-container)")
+	assert.NotContains(t, logs(), "journalctl command exited", "journalctl ran in the image")
 }

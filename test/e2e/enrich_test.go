@@ -34,6 +34,10 @@ receivers:
         endpoint: 127.0.0.1:%d
 processors:
   process_context:
+    # The batch may wait for the first scan's reads as long as it takes:
+    # what is tested here is where the pid is found, not how fast a
+    # loaded machine reads (firstbatch_test.go tests the default).
+    lookup_timeout: 5s
 `, otlpPort) + pubtest.ExportingTo(server) + `  extensions: [process_context]
   pipelines:
     logs:

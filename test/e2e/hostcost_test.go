@@ -51,14 +51,18 @@ receivers:
 }
 
 // publicationSource is what the collector's start-up line says of its
-// publication events ("eBPF syscall_tracepoints: …", "none …",
-// "unavailable: …").
+// publication events ("eBPF syscall_tracepoints" or "none") and, when
+// none runs that it asked for, why: the start-up's second line.
 func publicationSource(output string) string {
 	_, rest, ok := strings.Cut(output, `"publication_events": "`)
 	if !ok {
 		return ""
 	}
 	src, _, _ := strings.Cut(rest, `"`)
+	if _, missing, ok := strings.Cut(output, "Process discovery: publications are polled"); ok {
+		why, _, _ := strings.Cut(missing, "\n")
+		src += " (publications are polled" + why + ")"
+	}
 	return src
 }
 

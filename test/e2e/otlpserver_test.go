@@ -108,7 +108,7 @@ type observingProfiles struct {
 }
 
 // startObservingServer starts an observingServer and returns its address.
-func startObservingServer(t *testing.T, onLogs func(plog.Logs), onProfiles func(pprofile.Profiles)) string {
+func startObservingServer(t testing.TB, onLogs func(plog.Logs), onProfiles func(pprofile.Profiles)) string {
 	t.Helper()
 	g := grpc.NewServer()
 	plogotlp.RegisterGRPCServer(g, &observingServer{onLogs: onLogs})

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -23,9 +24,23 @@ import (
 	"github.com/processctx/otelcol-processctx/internal/pubtest"
 )
 
-// recipe returns examples/<name>.yaml with its listening addresses moved
-// to free ports (tests run beside other collectors); moved maps each
-// address of the file to its replacement.
+// listenVars are the variables the shipped configurations take their
+// listening endpoints from, by the port of their defaults.
+var listenVars = map[string]string{
+	"4317":  "PROCESSCTX_OTLP_GRPC_ENDPOINT",
+	"4318":  "PROCESSCTX_OTLP_HTTP_ENDPOINT",
+	"13133": "PROCESSCTX_HEALTH_ENDPOINT",
+}
+
+// metricsPortVar moves the collector's own metrics (port 8888 by default).
+const metricsPortVar = "PROCESSCTX_METRICS_PORT"
+
+// recipe returns examples/<name>.yaml, and moves its listening addresses
+// to free ports (tests run beside other collectors): those the file takes
+// from the documented variables through them, as a user would (their
+// values set for the test), the others in the text; moved maps each
+// address of the file to its replacement. The collector's own metrics
+// move to a free port too.
 func recipe(t *testing.T, name string, addrs ...string) (config string, moved map[string]string) {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(pubtest.RepoRoot(), "examples", name+".yaml"))
@@ -33,11 +48,34 @@ func recipe(t *testing.T, name string, addrs ...string) (config string, moved ma
 	config, moved = string(b), map[string]string{}
 	for _, addr := range addrs {
 		require.Contains(t, config, addr, "%s.yaml listens on %s", name, addr)
-		host, _, _ := strings.Cut(addr, ":")
+		host, port, _ := strings.Cut(addr, ":")
 		moved[addr] = fmt.Sprintf("%s:%d", host, pubtest.FreePort(t))
+		if v, ok := listenVars[port]; ok && strings.Contains(config, "${env:"+v+":-"+addr+"}") {
+			t.Setenv(v, moved[addr])
+			continue
+		}
 		config = strings.ReplaceAll(config, addr, moved[addr])
 	}
+	if strings.Contains(config, "${env:"+metricsPortVar+":-8888}") {
+		t.Setenv(metricsPortVar, strconv.Itoa(pubtest.FreePort(t)))
+	}
 	return config, moved
+}
+
+// moveShippedPorts sets the documented variables so that a shipped
+// configuration listens on free ports of 127.0.0.1, and returns their
+// values by variable.
+func moveShippedPorts(t *testing.T) map[string]string {
+	t.Helper()
+	set := map[string]string{}
+	for _, v := range listenVars {
+		set[v] = fmt.Sprintf("127.0.0.1:%d", pubtest.FreePort(t))
+	}
+	set[metricsPortVar] = strconv.Itoa(pubtest.FreePort(t))
+	for v, value := range set {
+		t.Setenv(v, value)
+	}
+	return set
 }
 
 // startLocalBackend runs examples/local-backend.yaml as its header says
@@ -76,7 +114,7 @@ func TestRecipesAgainstTheLocalBackend(t *testing.T) {
 		config, moved := recipe(t, "containers", "0.0.0.0:4317", "0.0.0.0:4318")
 		// As in its container: the host's /proc under root_path.
 		config = strings.ReplaceAll(config, "root_path: /hostfs", "root_path: "+hostProcUnder(t))
-		startCollector(t, config)
+		startCollectorWith(t, config, patientLookups)
 		ld := plog.NewLogs()
 		rl := ld.ResourceLogs().AppendEmpty()
 		rl.Resource().Attributes().PutInt("process.pid", int64(published.Pid))
@@ -92,7 +130,7 @@ func TestRecipesAgainstTheLocalBackend(t *testing.T) {
 
 	t.Run("ebpf-profiler", func(t *testing.T) {
 		config, moved := recipe(t, "ebpf-profiler", "127.0.0.1:4317")
-		startCollector(t, config)
+		startCollectorWith(t, config, patientLookups)
 		pd := pprofile.NewProfiles()
 		dict := pd.Dictionary()
 		dict.StringTable().Append("", "samples", "count")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -40,6 +41,11 @@ receivers:
       exporters: [otlp_grpc]
 `)
 }
+
+// churnPrefix begins the service names of this test process's churn
+// publishers: another test run on the host (a benchmark's churn, say) may
+// name its own "churn-N", and the collector reports every process.
+var churnPrefix = fmt.Sprintf("churn-%d-", os.Getpid())
 
 // churnLong is the lifetime from which a publisher must have exactly one
 // state and one delete event.
@@ -107,13 +113,14 @@ func judgeChurn(pubs []*soakPub, events *entityLedger, t0 time.Time) churnVerdic
 		}
 	}
 	// Entities of a churn service whose id is none of the publishers': a
-	// wrong pid or creation time.
+	// wrong pid or creation time. (The collector reports the whole host: the
+	// prefix names this test process's publishers, not another run's.)
 	ours := make(map[entityKey]bool, len(pubs))
 	for _, p := range pubs {
 		ours[entityKey{int64(p.pid), p.created}] = true
 	}
 	for k, c := range events.snapshot() {
-		if strings.HasPrefix(c.service, "churn-") && !ours[k] {
+		if strings.HasPrefix(c.service, churnPrefix) && !ours[k] {
 			v.unmatched++
 			v.problems = append(v.problems, fmt.Sprintf("entity %d/%s (%s) is none of the publishers: %d state, %d delete", k.pid, k.created, c.service, c.state, c.delete))
 		}
@@ -177,7 +184,7 @@ func TestSoakChurn(t *testing.T) {
 	for range 8 {
 		starters.Go(func() {
 			for j := range jobs {
-				if _, err := pubs.start(fmt.Sprintf("churn-%d", j.seq), j.life); err != nil {
+				if _, err := pubs.start(fmt.Sprintf("%s%d", churnPrefix, j.seq), j.life); err != nil {
 					startErrs.add(err)
 				}
 			}

@@ -550,7 +550,7 @@ func (l *entityLedger) snapshot() map[entityKey]entityCounts {
 
 // stopCollectorCleanly stops the collector with SIGTERM and checks that it
 // had not exited before, exited 0, and logged no panic.
-func stopCollectorCleanly(t *testing.T, col *collector, what string) time.Duration {
+func stopCollectorCleanly(t testing.TB, col *collector, what string) time.Duration {
 	t.Helper()
 	select {
 	case <-col.Done:

@@ -190,24 +190,40 @@ processors:
 }
 
 // discovery returns the process and publication event sources of the
-// collector's start-up line ("Process discovery: ...", fields as JSON).
+// collector's start-up line ("Process discovery: ..., N processes
+// visible", fields as JSON: "eBPF fexit", "proc connector" or "none"), and
+// reports the line that follows it when a source is missing ("Process
+// discovery: publications are polled ...: <why>; see <docs>").
 func discovery(t *testing.T, output string) (process, publication string) {
+	found := false
 	for _, line := range strings.Split(output, "\n") {
 		_, rest, ok := strings.Cut(line, "Process discovery: ")
 		if !ok {
 			continue
 		}
+		i := strings.Index(rest, "{")
+		if found {
+			// The second line: what is missing (its only fields are the
+			// logger's own: the component's id and kind).
+			if i >= 0 {
+				rest = rest[:i]
+			}
+			report("missing %s", strings.TrimSpace(rest))
+			break
+		}
+		found = true
 		report("discovery %s", strings.TrimSpace(rest))
 		var fields map[string]any
-		if i := strings.Index(rest, "{"); i >= 0 {
+		if i >= 0 {
 			_ = json.Unmarshal([]byte(rest[i:]), &fields)
 		}
 		process, _ = fields["process_events"].(string)
 		publication, _ = fields["publication_events"].(string)
-		return process, publication
 	}
-	t.Fatalf("no discovery line in the collector's output:\n%s", output)
-	return "", ""
+	if !found {
+		t.Fatalf("no discovery line in the collector's output:\n%s", output)
+	}
+	return process, publication
 }
 
 func sendLog(conn *grpc.ClientConn, pid int, body string) error {

@@ -11,6 +11,9 @@
 #   KERNEL_CACHE         downloaded kernels (default ~/.cache/processctx-kernels)
 #   KERNEL_BOOT_TIMEOUT  seconds one boot may take (default 600; about 90 s is usual)
 #   KERNEL_QEMU_MEM      guest memory (default 2G)
+#   KERNEL_JOBS          kernels booted at once (default 2: a guest's single
+#                        TCG thread waits on its tests' sleeps about half of
+#                        the time; the report keeps the matrix's order)
 #   KERNEL_GUEST_ENV     NAME=value words for the guest's tests (the kernel
 #                        hands parameters it does not know to init's
 #                        environment), e.g. "HOSTCOST_ROUNDS=2 KMATRIX_TEST_TIMEOUT=20m"
@@ -51,6 +54,7 @@ CACHE=${KERNEL_CACHE:-$HOME/.cache/processctx-kernels}
 WORK=_build/kernel-test
 BOOT_TIMEOUT=${KERNEL_BOOT_TIMEOUT:-600}
 MEM=${KERNEL_QEMU_MEM:-2G}
+JOBS=${KERNEL_JOBS:-2}
 COLLECTOR=bin/otelcol-processctx
 GO=${GO:-go}
 
@@ -188,7 +192,9 @@ emulator_failure() {
 	fi
 }
 
-# source_of "<start-up line value>": the short name of an event source.
+# source_of "<start-up line value>": the short name of an event source
+# (the line's process_events / publication_events: "proc connector",
+# "eBPF <mechanism>" or "none").
 source_of() {
 	case $1 in
 	"eBPF fexit"*) echo fexit ;;
@@ -199,13 +205,13 @@ source_of() {
 	esac
 }
 
-failed=0
-summary=()
-start_all=$(date +%s)
-for name in "${names[@]}"; do
+# run_kernel name: boots it, once more when the first boot failed for the
+# emulator's sake, and writes what the report needs to $WORK/logs/<name>.run
+# (the log of the last boot, why it gave no result, the seconds, a note).
+run_kernel() {
+	local name=$1 t0 note= out why
 	log "$name: booting ${PACKAGE[$name]} ${VERSION[$name]}"
 	t0=$(date +%s)
-	note=
 	out=$(boot "$name" 1)
 	why=$(emulator_failure "$out")
 	if [ -n "$why" ]; then
@@ -214,7 +220,31 @@ for name in "${names[@]}"; do
 		out=$(boot "$name" 2)
 		why=$(emulator_failure "$out")
 	fi
-	secs=$(($(date +%s) - t0))
+	printf '%s\n%s\n%s\n%s\n' "$out" "$why" "$(($(date +%s) - t0))" "$note" >"$WORK/logs/$name.run"
+	log "$name: done"
+}
+
+failed=0
+summary=()
+start_all=$(date +%s)
+# Up to JOBS boots at once; each writes its own files. An interrupted run
+# stops the boots under way.
+trap 'kill $(jobs -p) 2>/dev/null || true' EXIT
+running=()
+for name in "${names[@]}"; do
+	while [ ${#running[@]} -ge "$JOBS" ]; do
+		wait -n || true
+		alive=()
+		for pid in "${running[@]}"; do kill -0 "$pid" 2>/dev/null && alive+=("$pid"); done
+		running=("${alive[@]}")
+	done
+	run_kernel "$name" &
+	running+=($!)
+done
+wait
+for name in "${names[@]}"; do
+	out=$WORK/logs/$name.1.log why="the boot's job ended without a result" secs=0 note=
+	[ ! -s "$WORK/logs/$name.run" ] || { read -r out; read -r why; read -r secs; read -r note; } <"$WORK/logs/$name.run"
 	echo "=== $name (${PACKAGE[$name]} ${VERSION[$name]}, $(grep -m1 '^KMATRIX-BOOTED' "$out" | cut -d' ' -f2)): ${secs}s${note:+, $note}"
 	if [ -n "$why" ]; then
 		echo "    FAIL: no result: $why (log: $out)"
@@ -239,6 +269,8 @@ for name in "${names[@]}"; do
 		[ "$pub" = "${EXPECT_PUB[$name]}" ] || { echo "    FAIL: publication events: expected ${EXPECT_PUB[$name]}, loaded $pub"; ok=0; }
 		[ "$proc" = "${EXPECT_PROC[$name]}" ] || { echo "    FAIL: process events: expected ${EXPECT_PROC[$name]}, loaded $proc"; ok=0; }
 	fi
+	# Why a source is missing, from the start-up line that says it.
+	grep '^KMATRIX missing ' "$out" | cut -c1-300 | sed 's/^KMATRIX /    /' || true
 	grep '^KMATRIX latency ' "$out" | sed 's/^KMATRIX /    /' || true
 	# Per package: the result, the tests skipped and why (but the helper
 	# processes' bodies, which skip when run as tests), a failed package's

@@ -110,8 +110,8 @@ func TestDaemonSetRunsTheImage(t *testing.T) {
 	c := m.container(t)
 
 	assert.Equal(t, image.name, c.Image, "the DaemonSet's image is not the one make image builds (Makefile IMAGE)")
-	assert.Contains(t, []corev1.PullPolicy{corev1.PullNever, corev1.PullIfNotPresent}, c.ImagePullPolicy,
-		"no registry serves %s: imagePullPolicy must be Never or IfNotPresent", image.name)
+	assert.Equal(t, corev1.PullIfNotPresent, c.ImagePullPolicy,
+		"imagePullPolicy: IfNotPresent runs %s loaded into the node, and pulls the image a user's registry serves; Never refuses the registry's, Always the loaded one", image.name)
 	if len(c.Command) > 0 {
 		assert.Equal(t, image.entrypoint, c.Command, "the container's command is not the image's ENTRYPOINT")
 	}
@@ -368,4 +368,55 @@ func assertEnvMatchesConfig(t *testing.T, env []corev1.EnvVar, config string, pr
 	for _, e := range env {
 		assert.True(t, used[e.Name] || isGoRuntimeEnv(e.Name), "the container sets %s, which the config does not use", e.Name)
 	}
+}
+
+// The DaemonSet runs the journald recipe: a journald receiver whose logs
+// the process_context processor enriches, and journalctl (in the image)
+// finds the node's journal where it looks by default, /var/log/journal and
+// /run/log/journal, with the node's /etc/machine-id naming the node's; the
+// node's /var/log (and so /var/log/journal) is mounted read-only as well,
+// for the filelog recipe. The Helm values mount what the DaemonSet does
+// (TestHelmValuesMatchDaemonSet).
+func TestDaemonSetReadsTheJournal(t *testing.T) {
+	m := loadManifest(t)
+	c := m.container(t)
+	config := parseYAMLMap(t, "the ConfigMap's config", m.collectorConfig(t))
+	_, ok := lookup(config, "receivers.journald")
+	require.True(t, ok, "the config has no journald receiver")
+	_, ok = lookup(config, "receivers.journald.directory")
+	assert.False(t, ok, "a journald directory would miss the journal kept in the other one")
+	assert.True(t, enrichesJournal(config), "no pipeline takes the journald receiver's logs through the process_context processor")
+
+	hostPaths := map[string]string{} // volume → the node's path
+	for _, v := range m.daemonSet.Spec.Template.Spec.Volumes {
+		if v.HostPath != nil {
+			hostPaths[v.Name] = v.HostPath.Path
+		}
+	}
+	mounted := map[string]bool{} // the node's path, mounted read-only at the same path
+	for _, mount := range c.VolumeMounts {
+		if node, ok := hostPaths[mount.Name]; ok && node == mount.MountPath {
+			assert.True(t, mount.ReadOnly, "%s must be mounted read-only", mount.MountPath)
+			mounted[node] = mount.ReadOnly
+		}
+	}
+	for _, path := range []string{"/var/log", "/run/log/journal", "/etc/machine-id"} {
+		assert.True(t, mounted[path], "the node's %s is not mounted read-only at %s", path, path)
+	}
+}
+
+// enrichesJournal reports whether a pipeline of the collector config takes
+// the journald receiver's logs through the process_context processor.
+func enrichesJournal(config map[string]any) bool {
+	pipelines, _ := lookup(config, "service.pipelines")
+	all, _ := pipelines.(map[string]any)
+	for _, p := range all {
+		pipeline, _ := p.(map[string]any)
+		receivers, _ := pipeline["receivers"].([]any)
+		processors, _ := pipeline["processors"].([]any)
+		if slices.Contains(receivers, any("journald")) && slices.Contains(processors, any("process_context")) {
+			return true
+		}
+	}
+	return false
 }

@@ -23,13 +23,14 @@ import (
 	k8syaml "k8s.io/apimachinery/pkg/util/yaml"
 	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
+
+	"github.com/processctx/otelcol-processctx/internal/pubtest"
 )
 
 // Paths from this package's directory, where go test runs.
 const (
 	daemonSetPath  = "../../deploy/kubernetes/daemonset.yaml"
 	helmValuesPath = "../../deploy/helm/values.yaml"
-	makefilePath   = "../../Makefile"
 	containerfile  = "../../Containerfile"
 	collectorPath  = "../../bin/otelcol-processctx"
 	chartSchema    = "testdata/opentelemetry-collector.values.schema.json"
@@ -206,18 +207,15 @@ func fallbackImage() imageFacts {
 	}
 }
 
-var makeImageVar = regexp.MustCompile(`(?m)^IMAGE[ \t]*[?:]?=[ \t]*(\S+)[ \t]*$`)
-
-// readImageFacts reads the image's name from the Makefile and its
-// ENTRYPOINT, CMD and EXPOSE from the Containerfile.
+// readImageFacts reads the image's name from the Makefile (its IMAGE, as
+// make computes it) and its ENTRYPOINT, CMD and EXPOSE from the
+// Containerfile.
 func readImageFacts(t *testing.T) imageFacts {
 	t.Helper()
 	facts := fallbackImage()
 
-	makefile, err := os.ReadFile(makefilePath)
-	require.NoError(t, err)
-	if m := makeImageVar.FindSubmatch(makefile); m != nil {
-		facts.name = string(m[1])
+	if name := pubtest.MakeVar(t, "IMAGE"); name != "" {
+		facts.name = name
 	} else {
 		t.Logf("the Makefile defines no IMAGE: assuming the image is %s", facts.name)
 	}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -13,9 +14,11 @@ import (
 
 // The built collector accepts the Helm snippet's config, with each
 // variable it names set as the pod sets it (addresses from the downward
-// API as 127.0.0.1). test/e2e's TestShippedConfigsValidate does the same
-// for the DaemonSet ConfigMap's, which TestHelmValuesMatchDaemonSet
-// requires to be the same config.
+// API as 127.0.0.1), and root_path where the pod has the node's /proc
+// (/hostfs; here "/": validate checks that root_path holds the host's
+// procfs on the machine it runs on). test/e2e's TestShippedConfigsValidate
+// does the same for the DaemonSet ConfigMap's, which
+// TestHelmValuesMatchDaemonSet requires to be the same config.
 func TestHelmConfigValidates(t *testing.T) {
 	collector, err := filepath.Abs(collectorPath)
 	require.NoError(t, err)
@@ -24,6 +27,8 @@ func TestHelmConfigValidates(t *testing.T) {
 	}
 	values := loadHelmValues(t)
 	config := values.alternateConfigText(t)
+	require.Contains(t, config, "root_path: /hostfs\n")
+	config = strings.Replace(config, "root_path: /hostfs\n", "root_path: /\n", 1)
 	file := filepath.Join(t.TempDir(), "relay.yaml")
 	require.NoError(t, os.WriteFile(file, []byte(config), 0o600))
 

@@ -14,8 +14,8 @@ var (
 )
 
 const (
-	LogsStability     = component.StabilityLevelDevelopment
-	ProfilesStability = component.StabilityLevelDevelopment
-	MetricsStability  = component.StabilityLevelDevelopment
-	TracesStability   = component.StabilityLevelDevelopment
+	LogsStability     = component.StabilityLevelAlpha
+	ProfilesStability = component.StabilityLevelAlpha
+	MetricsStability  = component.StabilityLevelAlpha
+	TracesStability   = component.StabilityLevelAlpha
 )

@@ -31,6 +31,7 @@ type TelemetryBuilder struct {
 	ProcessorProcessContextEnriched  metric.Int64ObservableCounter
 	ProcessorProcessContextErrors    metric.Int64ObservableCounter
 	ProcessorProcessContextNoContext metric.Int64ObservableCounter
+	ProcessorProcessContextNoPid     metric.Int64ObservableCounter
 }
 
 // TelemetryBuilderOption applies changes to default builder.
@@ -89,6 +90,21 @@ func (builder *TelemetryBuilder) RegisterProcessorProcessContextNoContextCallbac
 	return nil
 }
 
+// RegisterProcessorProcessContextNoPidCallback sets callback for observable ProcessorProcessContextNoPid metric.
+func (builder *TelemetryBuilder) RegisterProcessorProcessContextNoPidCallback(cb metric.Int64Callback) error {
+	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		cb(ctx, &observerInt64{inst: builder.ProcessorProcessContextNoPid, obs: o})
+		return nil
+	}, builder.ProcessorProcessContextNoPid)
+	if err != nil {
+		return err
+	}
+	builder.mu.Lock()
+	defer builder.mu.Unlock()
+	builder.registrations = append(builder.registrations, reg)
+	return nil
+}
+
 type observerInt64 struct {
 	embedded.Int64Observer
 	inst metric.Int64Observable
@@ -132,6 +148,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	builder.ProcessorProcessContextNoContext, err = builder.meter.Int64ObservableCounter(
 		"otelcol_processor_process_context_no_context",
 		metric.WithDescription("Items passed through unchanged because their pid publishes no process context. [Development]"),
+		metric.WithUnit("{item}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ProcessorProcessContextNoPid, err = builder.meter.Int64ObservableCounter(
+		"otelcol_processor_process_context_no_pid",
+		metric.WithDescription("Items passed through unchanged because they carry none of the pid_attributes keys where the signal looks for them (the resource; for logs and profiles, each record or sample too). A wrong pid_attributes shows here; a log line once a minute names the pid-like keys seen. [Development]"),
 		metric.WithUnit("{item}"),
 	)
 	errs = errors.Join(errs, err)

@@ -68,3 +68,19 @@ func AssertEqualProcessorProcessContextNoContext(t *testing.T, tt *componenttest
 	require.NoError(t, err)
 	metricdatatest.AssertEqual(t, want, got, opts...)
 }
+
+func AssertEqualProcessorProcessContextNoPid(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_processor_process_context_no_pid",
+		Description: "Items passed through unchanged because they carry none of the pid_attributes keys where the signal looks for them (the resource; for logs and profiles, each record or sample too). A wrong pid_attributes shows here; a log line once a minute names the pid-like keys seen. [Development]",
+		Unit:        "{item}",
+		Data: metricdata.Sum[int64]{
+			Temporality: metricdata.CumulativeTemporality,
+			IsMonotonic: true,
+			DataPoints:  dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_processor_process_context_no_pid")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}

@@ -1,0 +1,225 @@
+package tracker
+
+import (
+	"iter"
+	"slices"
+	"sync"
+	"sync/atomic"
+)
+
+// outputs is what the tracker tells: the snapshot lookups read (published
+// atomically), the changes and scan summaries for the subscribers and the
+// WithScanStats functions, the views computed once per publication, and
+// the ended publications kept for the grace period (the live ones are the
+// registry's). The loop records what changed and flushes it (publish,
+// tell); other goroutines read snapshot and subscribe.
+type outputs struct {
+	snap   atomic.Pointer[Snapshot]
+	subsMu sync.Mutex
+	subs   []*subscriber
+	onScan []func(ScanStats) // the WithScanStats functions
+	views  []view
+	// ended is the last ended publication of each pid, unless the pid names
+	// another process or published again since; endedQueue every one in
+	// the order its grace period ends.
+	ended      map[int]endedPub
+	endedQueue []endedPub
+	// dirty: publications changed since the last snapshot; touched lists
+	// the pids whose lookup answer may have; changes and stats (the last
+	// scan's summary) are the subscribers' next.
+	dirty   bool
+	touched []int
+	changes []Change
+	stats   *ScanStats
+}
+
+// endedPub is a publication that ended, kept until the clock until.
+type endedPub struct {
+	pid   int
+	p     *Process // in ended only
+	until int64
+}
+
+// view is one View's computation, shared by the AddView calls with its
+// key.
+type view struct {
+	key   any
+	fn    func(*Process) any // nil once removed
+	users int
+}
+
+type subscriber struct{ fn Subscriber }
+
+func (o *outputs) init() {
+	o.ended = map[int]endedPub{}
+	o.snap.Store(&Snapshot{byContainer: map[ContainerPid]*Process{}})
+}
+
+func (o *outputs) callOnScan(fn func(ScanStats)) { o.onScan = append(o.onScan, fn) }
+func (o *outputs) snapshot() *Snapshot           { return o.snap.Load() }
+
+// touch notes that pid's lookup answer may have changed: the next
+// snapshot says it again.
+func (o *outputs) touch(pid int) { o.touched = append(o.touched, pid) }
+
+// record records a change of a publication. One that ends it is kept
+// until the clock until (0: not kept); any other replaces the ended one
+// of its pid.
+func (o *outputs) record(kind ChangeKind, pub *Process, until int64) {
+	o.changes = append(o.changes, Change{Kind: kind, Process: pub})
+	o.dirty = true
+	switch {
+	case !kind.Ends():
+		delete(o.ended, pub.PID)
+	case until != 0:
+		o.ended[pub.PID] = endedPub{pid: pub.PID, p: pub, until: until}
+		o.endedQueue = append(o.endedQueue, endedPub{pid: pub.PID, until: until})
+	}
+}
+
+// dropEnded drops the ended publication of pid unless it is of the
+// process that started at start (the pid names another process).
+func (o *outputs) dropEnded(pid int, start uint64) {
+	if e, ok := o.ended[pid]; ok && e.p.StartTicks != start {
+		delete(o.ended, pid)
+		o.dirty = true
+	}
+}
+
+// expire drops the ended publications whose grace period passed at now,
+// and returns how many are kept.
+func (o *outputs) expire(now int64) int {
+	q := o.endedQueue
+	for len(q) > 0 && now >= q[0].until {
+		if e, ok := o.ended[q[0].pid]; ok && e.until == q[0].until {
+			delete(o.ended, q[0].pid)
+			o.dirty = true
+		}
+		q = q[1:]
+	}
+	o.endedQueue = q
+	return len(q)
+}
+
+// handScan hands the summary of a scan to the next tell.
+func (o *outputs) handScan(stats *ScanStats) { o.stats = stats }
+
+// publish publishes a new snapshot when something changed: live are the
+// live publications (n of them), answer says what a lookup of a pid
+// without one answers. A snapshot says Scanned from the one that comes
+// with the first scan's summary.
+func (o *outputs) publish(live iter.Seq2[int, *Process], n int, answer func(pid int) Outcome) {
+	cur := o.snap.Load()
+	scanned := cur.Scanned || o.stats != nil
+	if !o.dirty && len(o.touched) == 0 && cur.Scanned == scanned {
+		return
+	}
+	s := &Snapshot{byPID: cur.byPID, byContainer: cur.byContainer, answers: cur.answers, Scanned: scanned}
+	if o.dirty {
+		o.dirty = false
+		// Every publication: the live ones and the ended ones retained
+		// (never two of one pid).
+		s.byPID = newPidTable(n + len(o.ended))
+		for pid, p := range live {
+			s.byPID.add(pid, p)
+		}
+		for pid, e := range o.ended {
+			s.byPID.add(pid, e.p)
+		}
+		s.byContainer = map[ContainerPid]*Process{}
+		for _, p := range s.byPID.all {
+			if cid := p.Identity.ContainerID; cid != "" {
+				k := ContainerPid{cid, p.Identity.VPID()}
+				// A live publication wins over an ended one of the same pair.
+				if cur := s.byContainer[k]; cur == nil || !cur.Live() {
+					s.byContainer[k] = p
+				}
+			}
+		}
+	}
+	w := answerWriter{next: cur.answers}
+	for _, pid := range o.touched {
+		w.set(pid, answer(pid))
+	}
+	o.touched = o.touched[:0]
+	s.answers = w.next
+	o.snap.Store(s)
+}
+
+// tell hands the last scan's summary to the WithScanStats functions, and
+// it and the changes since the last call to the subscribers.
+func (o *outputs) tell() {
+	if o.stats != nil {
+		for _, fn := range o.onScan {
+			fn(*o.stats)
+		}
+	}
+	if len(o.changes) == 0 && o.stats == nil {
+		return
+	}
+	changes, stats := o.changes, o.stats
+	o.changes, o.stats = nil, nil
+	o.subsMu.Lock()
+	subs := slices.Clone(o.subs)
+	o.subsMu.Unlock()
+	for _, s := range subs {
+		s.fn(changes, stats)
+	}
+}
+
+// subscribe adds s to the subscribers and returns what removes it.
+func (o *outputs) subscribe(s *subscriber) (unsubscribe func()) {
+	o.subsMu.Lock()
+	defer o.subsMu.Unlock()
+	o.subs = append(o.subs, s)
+	return func() {
+		o.subsMu.Lock()
+		defer o.subsMu.Unlock()
+		if i := slices.Index(o.subs, s); i >= 0 {
+			o.subs = slices.Delete(o.subs, i, i+1)
+		}
+	}
+}
+
+// addView returns the view computed by fn under key: the one added before
+// under key (added false), or a new one.
+func (o *outputs) addView(key any, fn func(*Process) any) (v View, added bool) {
+	for i := range o.views {
+		if w := &o.views[i]; w.fn != nil && w.key == key {
+			w.users++
+			return View{id: i}, false
+		}
+	}
+	o.views = append(o.views, view{key: key, fn: fn, users: 1})
+	return View{id: len(o.views) - 1}, true
+}
+
+// removeView stops computing v once every addView of it is removed.
+func (o *outputs) removeView(v View) {
+	w := &o.views[v.id]
+	if w.users--; w.users == 0 {
+		w.fn = nil
+	}
+}
+
+// withViews returns a copy of p with the views' values.
+func (o *outputs) withViews(p *Process) *Process {
+	c := *p
+	c.views = make([]any, len(o.views))
+	for i, v := range o.views {
+		if v.fn != nil {
+			c.views[i] = v.fn(&c)
+		}
+	}
+	return &c
+}
+
+// recomputeViews gives the ended publications the views' values; the
+// next snapshot has them.
+func (o *outputs) recomputeViews() {
+	for pid, e := range o.ended {
+		e.p = o.withViews(e.p)
+		o.ended[pid] = e
+	}
+	o.dirty = true
+}

@@ -1,0 +1,467 @@
+package tracker
+
+import (
+	"container/heap"
+	"time"
+
+	"github.com/processctx/otelcol-processctx/internal/reader"
+)
+
+// scheduler carries out the planner's decisions of what to read and when:
+// it starts the reads due now, queues the others for their time (runDue),
+// queues the rechecks, and keeps the state the decisions of the host
+// depend on (hostState). It alone writes each proc's schedule, the plan
+// and recheck queues and hostState. The loop hands it every trigger and
+// asks it what scans read; the reads it starts go to the pool, and it
+// tells the outputs the pids whose lookups may answer otherwise.
+type scheduler struct {
+	cfg    *Config
+	clock  func() int64 // the loop's
+	reg    *registry
+	pool   *pool
+	out    *outputs
+	events *events // which events come
+	scans  *scans  // whether the first scan finished
+
+	plans    planQueue
+	rechecks recheckQueue
+	host     hostState
+}
+
+// hostState is what the scheduler knows of the reads of the host as a
+// whole; the clocks are the loop's.
+type hostState struct {
+	// listedAt is the clock of the last listing of the host; relist makes
+	// the next scan list it.
+	listedAt int64
+	relist   bool
+	// reconciledAt is the clock of the last scan that read every
+	// publisher; reconcile makes the next one do so (events were dropped).
+	reconciledAt int64
+	reconcile    bool
+	// pubLostAt is the clock when publication events were last dropped:
+	// processes looked at before then are due for a read.
+	pubLostAt int64
+	// lostScanAt and soonScanAt are the clocks of the last scans started
+	// for dropped events and by ScanSoon; warnedAt of the last warning of
+	// each kind, warnedBefore of the one before; accessAt of the last read
+	// of the collector's privileges.
+	lostScanAt, soonScanAt int64
+	warnedAt, warnedBefore [numWarnings]int64
+	accessAt               int64
+}
+
+// schedule is the scheduler's record of one process's reads.
+type schedule struct {
+	// The read out and the read planned (the planner says which).
+	reading, planned cause
+	// retries counts the reads of its retry series, young of its young
+	// series; rechecks its maps reads without a context since it last
+	// changed (the rescan backoff).
+	retries, young, rechecks uint8
+	plannedAt                int64 // clock; at most now: once the read out returns
+	// lookedAt is the clock of its last maps read, or of the fork or exec
+	// event that told without one, while publication events come, that it
+	// publishes nothing; 0: not looked at since its exec.
+	lookedAt int64
+	// eventReadAt is the clock of the last read a publication event
+	// caused: a process calling prctl in a loop is read once per
+	// minEventGap, not in a loop.
+	eventReadAt int64
+	stall       *stall // nil until a read of it stalled
+	job         *job   // the job its read out is in (expedite)
+}
+
+// stall is the record of a process whose reads did not return in time.
+type stall struct {
+	until   int64 // clock before which it is not read; 0: it answered since
+	strikes uint8 // stalls since it last answered: the backoff doubles with each
+	stuck   stuckRead
+}
+
+// stuckRead is a read of the process abandoned at its deadline that has
+// not returned yet.
+type stuckRead uint8
+
+const (
+	notStuck stuckRead = iota
+	// stuckVMReadv: stuck in process_vm_readv (or another file): the mem
+	// file, which fails at once on userfaultfd pages, may still be read.
+	stuckVMReadv
+	// stuckMemFile: stuck even through the mem file: not read again until
+	// that read returns.
+	stuckMemFile
+)
+
+// blocks reports whether the stall keeps the process from being read now.
+func (s *stall) blocks(now int64) bool {
+	return s != nil && (now < s.until || s.stuck == stuckMemFile)
+}
+
+// renewed is the schedule of a new incarnation of the process: after an
+// exec (sameProcess), the record of its stalled reads stays.
+func (ps *schedule) renewed(sameProcess bool) schedule {
+	if sameProcess {
+		return schedule{stall: ps.stall}
+	}
+	return schedule{}
+}
+
+func (ps *schedule) idle() bool        { return ps.reading == causeNone } // no read out
+func (ps *schedule) busy() bool        { return ps.reading != causeNone || ps.planned != causeNone }
+func (ps *schedule) quarantined() bool { return ps.stall != nil && ps.stall.strikes > 0 } // none answered since
+
+func (s *scheduler) planner() planner {
+	live := s.events.live()
+	return planner{cfg: s.cfg, pubEvents: live&PublicationEvents != 0, procEvents: live&ProcessEvents != 0,
+		scanned: s.scans.scanned(), pubLostAt: s.host.pubLostAt}
+}
+
+func (s *scheduler) answer(p *proc, now int64) Outcome { return s.planner().answer(p, now) }
+
+// act hands tr to the planner and carries out what it says: the read
+// starts now, or is planned. With start and finish, the one place that
+// changes a process's reads.
+func (s *scheduler) act(pid int, p *proc, tr trigger) {
+	now, ps := s.clock(), &p.sched
+	if (tr.kind == onDue || tr.kind == onRead) && ps.planned != causeNone && ps.plannedAt <= now {
+		tr.due = ps.planned // taken out: the planner says what becomes of it
+		s.plan(pid, p, causeNone, 0, now)
+	}
+	rp := s.planner().next(p, tr, now)
+	ps.retries, ps.young = rp.retries, rp.young
+	switch {
+	case rp.cause == causeNone:
+	case rp.at <= now && ps.reading == causeNone:
+		s.queue(&job{urgent: rp.cause.urgent(), reqs: []request{s.start(pid, p, rp.cause, now)}})
+	default:
+		s.plan(pid, p, rp.cause, rp.at, now)
+		if rp.at <= now && rp.cause.urgent() {
+			s.expedite(pid, p) // the plan waits for the read out
+		}
+	}
+}
+
+// expedite makes p's read out an urgent job of its own when it has not
+// begun: queued behind scan work, or in a job behind a read that may take
+// until its deadline (a process whose memory never answers holds the rest
+// of its job that long). A probe or an event waits for that read.
+func (s *scheduler) expedite(pid int, p *proc) {
+	j := p.sched.job
+	if j == nil || j.urgent && len(j.reqs) == 1 {
+		return
+	}
+	for i := range j.reqs {
+		// By index, not by value: a reader may be writing another
+		// request's result.
+		if j.reqs[i].pid == pid && j.reqs[i].serial == p.serial {
+			if j.take(i) {
+				r := j.reqs[i]
+				r.taken = false
+				s.queue(&job{urgent: true, reqs: []request{r}})
+			}
+			return
+		}
+	}
+}
+
+// queue hands j to the pool, and notes in each process read where its
+// read is.
+func (s *scheduler) queue(j *job) {
+	for i := range j.reqs {
+		if r := &j.reqs[i]; r.op != opDescribe {
+			if p := s.reg.get(r.pid); p != nil && p.serial == r.serial {
+				p.sched.job = j
+			}
+		}
+	}
+	s.pool.enqueue(j)
+}
+
+// start marks a read of p for c out and returns its request: what to read
+// follows from what is known of p.
+func (s *scheduler) start(pid int, p *proc, c cause, now int64) request {
+	ps := &p.sched
+	r := request{pid: pid, serial: p.serial, cause: c, start: p.start, stalled: ps.stall != nil,
+		// A young read looks at the environment again: the one read may
+		// have been its parent's, before its exec.
+		env: (p.env != envRead || c == causeYoung && p.identity == nil) && s.cfg.uses(SourceEnvironment),
+		// A probe of a process whose maps are not due reads only what is.
+		noMaps: c == causeEnviron || !s.cfg.uses(SourceContext) ||
+			c == causeProbe && p.found == OutcomeNoContext && !s.planner().contextDue(p, now)}
+	switch {
+	case p.start == 0 || c == causeListing:
+		r.op = opDiscover
+	case p.hasContext():
+		r.op, r.addr, r.last = opRefresh, p.identity.Addr, p.identity.Context.PublishedAt
+	default:
+		r.op = opLocate
+	}
+	if c == causeEvent || ps.planned == causeEvent {
+		s.out.touch(pid) // awaitsEvent may change
+	}
+	ps.reading = c
+	if c == causeEvent || c == causeRetry {
+		ps.eventReadAt = now
+	}
+	if ps.planned == c {
+		ps.planned = causeNone // this read is the one planned
+	}
+	return r
+}
+
+// finish notes that the read r is no longer out, and returns the process
+// it was for, nil when that exited or became another incarnation
+// meanwhile (the read is of the past), and what lookups answered while
+// the read was out.
+func (s *scheduler) finish(r *request) (*proc, Outcome) {
+	p := s.reg.get(r.pid)
+	if p == nil || p.serial != r.serial {
+		return nil, OutcomeUnknown
+	}
+	now, ps := s.clock(), &p.sched
+	was := s.answer(p, now)
+	ps.reading, ps.job = causeNone, nil
+	if ps.planned != causeNone && ps.plannedAt <= now {
+		// A plan that waited for this read falls due now, however the read
+		// ended (applied, stalled, not run): queued, it cannot be left
+		// waiting for a read no longer out.
+		s.plan(r.pid, p, ps.planned, now, now)
+	}
+	return p, was
+}
+
+// reading reports whether a read of pid's process is out.
+func (s *scheduler) reading(pid int) bool {
+	p := s.reg.get(pid)
+	return p != nil && p.sched.reading != causeNone
+}
+
+// plannedRead is an entry of the plan queue, which only orders: the plan
+// is the process's (schedule.planned, plannedAt); an entry that does not
+// match it when it falls due is dropped.
+type plannedRead struct {
+	at     int64 // clock
+	pid    int32
+	serial uint32
+}
+
+// planQueue orders the planned reads by time.
+type planQueue []plannedRead
+
+func (q planQueue) Len() int           { return len(q) }
+func (q planQueue) Less(i, j int) bool { return q[i].at < q[j].at }
+func (q planQueue) Swap(i, j int)      { q[i], q[j] = q[j], q[i] }
+func (q *planQueue) Push(x any)        { *q = append(*q, x.(plannedRead)) }
+func (q *planQueue) Pop() any {
+	old := *q
+	x := old[len(old)-1]
+	*q = old[:len(old)-1]
+	return x
+}
+
+// maxPlanned bounds the queue; beyond, plans are dropped and the scans'
+// schedule covers those processes.
+const maxPlanned = 1 << 16
+
+// plan stores the read the planner planned for p at now (causeNone:
+// none). It is queued for its time unless it waits for the read out (due
+// now: finish queues it when that read ends, whatever ended it). Later
+// and now are the planner's: read the clock again and a plan a few
+// microseconds ahead would be neither queued nor waiting.
+func (s *scheduler) plan(pid int, p *proc, c cause, at, now int64) {
+	ps := &p.sched
+	if c != causeNone && (at > now || ps.reading == causeNone) {
+		if len(s.plans) >= maxPlanned {
+			return
+		}
+		heap.Push(&s.plans, plannedRead{at: at, pid: int32(pid), serial: p.serial})
+	}
+	if c == causeEvent || ps.planned == causeEvent {
+		s.out.touch(pid) // awaitsEvent may change
+	}
+	ps.planned, ps.plannedAt = c, at
+}
+
+// nextDue returns the clock of the earliest planned read or recheck,
+// false when none is.
+func (s *scheduler) nextDue() (int64, bool) {
+	at, ok := int64(0), s.rechecks.head < len(s.rechecks.q)
+	if ok {
+		at = s.rechecks.q[s.rechecks.head].at
+	}
+	if q := s.plans; len(q) > 0 && (!ok || q[0].at < at) {
+		at, ok = q[0].at, true
+	}
+	return at, ok
+}
+
+// runDue starts the planned reads that are due.
+func (s *scheduler) runDue() {
+	now := s.clock()
+	for len(s.plans) > 0 && s.plans[0].at <= now {
+		e := heap.Pop(&s.plans).(plannedRead)
+		pid := int(e.pid)
+		if p := s.reg.get(pid); p != nil && p.serial == e.serial && p.sched.planned != causeNone && p.sched.plannedAt == e.at {
+			s.act(pid, p, trigger{kind: onDue})
+		}
+	}
+}
+
+// recheckQueue holds, in the order they fall due, the times when
+// processes read without a context are due for a read again
+// (contextDue): the snapshot must say so then, for lookups to wait for
+// that read. An entry whose process was read again since is only a
+// snapshot update for nothing.
+type recheckQueue struct {
+	q    []plannedRead
+	head int
+}
+
+// noteLook notes that p's maps were just read and what it publishes is not
+// a context (afresh: it just stopped publishing one; its rescans start
+// over), and queues its recheck (planner.recheckAt).
+func (s *scheduler) noteLook(pid int, p *proc, afresh bool) {
+	ps := &p.sched
+	switch {
+	case afresh:
+		ps.rechecks = 0
+	case ps.lookedAt != 0 && ps.rechecks < 255:
+		ps.rechecks++
+	}
+	ps.lookedAt = s.clock()
+	q := &s.rechecks
+	if at, ok := s.planner().recheckAt(p); ok && len(q.q)-q.head < maxPlanned {
+		q.q = append(q.q, plannedRead{at: at, pid: int32(pid), serial: p.serial})
+	}
+}
+
+func (s *scheduler) lookSoon(p *proc) { p.sched.lookedAt = 0 } // the next scan looks at p again
+
+// noteExec notes what a fork or exec tells of p's new image: while
+// publication events come, they tell when it publishes, and the event is
+// as good as a look at its maps; without them, its maps are not looked at
+// yet (contextDue).
+func (s *scheduler) noteExec(p *proc) {
+	if s.events.live()&PublicationEvents != 0 {
+		p.sched.lookedAt = s.clock()
+	}
+}
+
+// markRechecks tells the outputs the processes whose rechecks fell due.
+func (s *scheduler) markRechecks() {
+	q, now := &s.rechecks, s.clock()
+	for ; q.head < len(q.q) && q.q[q.head].at <= now; q.head++ {
+		if e := q.q[q.head]; s.reg.get(int(e.pid)) != nil && s.reg.get(int(e.pid)).serial == e.serial {
+			s.out.touch(int(e.pid))
+		}
+	}
+	// Reuse the space of the entries gone: at once when none is left,
+	// else once they are most of it.
+	if q.head == len(q.q) || q.head > len(q.q)/2 && q.head > 1024 {
+		q.q, q.head = append(q.q[:0], q.q[q.head:]...), 0
+	}
+}
+
+// quarantine notes that p's read through via did not return in time: it
+// is read again once the backoff it returns has passed (through the mem
+// file), and not while the read is stuck in the mem file too.
+func (s *scheduler) quarantine(pid int, p *proc, via reader.Via) time.Duration {
+	if p.sched.stall == nil {
+		p.sched.stall = &stall{}
+	}
+	st := p.sched.stall
+	st.stuck = max(st.stuck, stuckVMReadv)
+	if via == reader.ViaMemFile {
+		st.stuck = stuckMemFile
+	}
+	st.strikes = min(st.strikes+1, 16)
+	backoff := s.planner().backoff(st.strikes)
+	st.until = s.clock() + int64(backoff)
+	s.act(pid, p, trigger{kind: onStall})
+	return backoff
+}
+
+// release notes that p answered a read: it is no longer quarantined, but
+// its memory is still read through the mem file. unstick notes that the
+// abandoned read of pid returned.
+func (s *scheduler) release(p *proc) {
+	if st := p.sched.stall; st != nil {
+		st.until, st.strikes = 0, 0
+	}
+}
+
+func (s *scheduler) unstick(pid int) {
+	if p := s.reg.get(pid); p != nil && p.sched.stall != nil {
+		p.sched.stall.stuck = notStuck
+	}
+}
+
+// scanReads says what a scan starting at now reads of the host
+// (planner.scanReads); noteListing notes that it listed it.
+func (s *scheduler) scanReads(now int64) (list, full bool) {
+	list, full = s.planner().scanReads(&s.host, now)
+	if list {
+		s.host.relist = false
+	}
+	return list, full
+}
+
+func (s *scheduler) noteListing(now int64, full bool) {
+	s.host.listedAt = now
+	if full {
+		s.host.reconcile, s.host.reconciledAt = false, now
+	}
+}
+
+func (s *scheduler) relist() { s.host.relist = true } // the next scan lists the host
+
+// noteLost notes that events of the classes lost were dropped: the next
+// scan lists the host and reads every publisher, and processes without a
+// context looked at before now are due again when publications may have
+// been missed. It reports whether a scan starts now (scanning: one is in
+// progress): at most one per Config.RecheckInterval, so that a process
+// flooding the ring buffer with prctl calls gets a full scan every few
+// seconds, not a scan loop.
+func (s *scheduler) noteLost(lost Sources, scanning bool) bool {
+	now := s.clock()
+	s.host.reconcile = true
+	if lost&PublicationEvents != 0 {
+		s.host.pubLostAt = now
+	}
+	return !scanning && pace(&s.host.lostScanAt, now, s.cfg.RecheckInterval)
+}
+
+// allowScanSoon reports whether ScanSoon starts a scan, with a listing,
+// now: at most one per Config.RecheckInterval.
+func (s *scheduler) allowScanSoon(scanning bool) bool {
+	if scanning || !pace(&s.host.soonScanAt, s.clock(), s.cfg.RecheckInterval) {
+		return false
+	}
+	s.host.relist = true
+	return true
+}
+
+// warn reports whether the warning w about n processes is given now (the
+// processes it names are read for it): at most one per
+// Config.WarningInterval.
+func (s *scheduler) warn(w warning, n int) bool {
+	before := s.host.warnedAt[w]
+	if n == 0 || !pace(&s.host.warnedAt[w], s.clock(), s.cfg.WarningInterval) {
+		return false
+	}
+	s.host.warnedBefore[w] = before
+	return true
+}
+
+// unwarn takes back the last warning w: it said nothing (every denial it
+// described is one no setting lifts); the next one that does is given at
+// once.
+func (s *scheduler) unwarn(w warning) { s.host.warnedAt[w] = s.host.warnedBefore[w] }
+
+// paceAccess reports whether the collector's own privileges are read again
+// now: they do not change while it runs (Yama may), once per
+// Config.WarningInterval.
+func (s *scheduler) paceAccess() bool {
+	return pace(&s.host.accessAt, s.clock(), s.cfg.WarningInterval)
+}

@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# A release of the distribution (make release VERSION=x.y.z; see
+# docs/contributing.md, "Releasing"): checks that the version, the
+# manifest, CHANGELOG.md and the work tree agree, then writes into
+# RELEASE_DIR
+#
+#   otelcol-processctx_<v>_linux_amd64.tar.gz   the collector, ctxdump and
+#   otelcol-processctx_<v>_linux_arm64.tar.gz   ctxpublisher (static), the
+#                                               licenses, README, CHANGELOG
+#   otelcol-processctx_<v>_image_linux_<a>.tar  the image IMAGE (OCI archive),
+#                                               for this host's architecture
+#   SHA256SUMS                                  of the three (sha256sum -c)
+#   RELEASE_NOTES.md                            CHANGELOG.md's section for <v>
+#
+# and leaves the image tagged IMAGE in podman's store. All or nothing: the
+# files are built aside and moved into RELEASE_DIR at the end.
+#
+# Environment (make release sets it): VERSION, IMAGE, RELEASE_DIR, GO, MAKE;
+# RELEASE_ALLOW_DIRTY=1 releases a work tree with uncommitted changes, its
+# revision marked -dirty (the release test does; a real release does not).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+: "${VERSION:?VERSION is required}" "${IMAGE:?IMAGE is required}" "${RELEASE_DIR:?RELEASE_DIR is required}"
+GO=${GO:-go}
+MAKE=${MAKE:-make}
+name=otelcol-processctx
+arches=(amd64 arm64)
+
+fail() {
+	echo "release: $*" >&2
+	exit 1
+}
+
+# What must agree before anything is built.
+[[ $VERSION =~ ^[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$ ]] ||
+	fail "VERSION=$VERSION is not a version x.y.z (or x.y.z-pre)"
+manifest=$(awk '/^dist:/ {d = 1; next} /^[^ \t#]/ {d = 0} d && $1 == "version:" {print $2}' builder-config.yaml)
+[ "$manifest" = "$VERSION" ] ||
+	fail "builder-config.yaml's dist.version is $manifest, not $VERSION: the collector reports that version. Set it to $VERSION (and the other places TestVersionsAgree in test/manifests names), commit, then release."
+section=$(awk -v v="$VERSION" '
+	index($0, "## [" v "]") == 1 { on = 1; print; next }
+	on && (/^## \[/ || /^\[[^]]*\]: /) { exit }
+	on { print }' CHANGELOG.md)
+[ -n "$(printf '%s\n' "$section" | sed 1d | grep '[^[:space:]]')" ] ||
+	fail "CHANGELOG.md has no section '## [$VERSION] - <date>' with entries: move the entries of [Unreleased] there (docs/contributing.md)."
+revision=$(git rev-parse HEAD)
+if [ -n "$(git status --porcelain)" ]; then
+	[ "${RELEASE_ALLOW_DIRTY:-}" = 1 ] ||
+		fail "the work tree has uncommitted changes (git status): a release is built from a commit. Commit them, or RELEASE_ALLOW_DIRTY=1 for a release marked $revision-dirty."
+	revision=$revision-dirty
+	echo "release: the work tree has uncommitted changes: revision $revision" >&2
+fi
+if [ -d "$RELEASE_DIR" ] && [ -n "$(ls -A "$RELEASE_DIR")" ]; then
+	fail "$RELEASE_DIR is not empty: remove it, or name another RELEASE_DIR."
+fi
+command -v podman >/dev/null || fail "podman is needed for the image (apt-get install podman; see .ci/run)"
+case $(uname -m) in
+x86_64) host=amd64 ;;
+aarch64) host=arm64 ;;
+*) fail "the image is built for this host's architecture, $(uname -m), which a release does not build" ;;
+esac
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/$name-release.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+out=$work/out
+mkdir -p "$out"
+start=$(date +%s)
+
+# ocb generates the distribution's sources from builder-config.yaml into its
+# output_path (and builds it for this host, as make build does); each
+# architecture is then built from those sources as ocb builds them: static
+# (CGO_ENABLED=0), -trimpath, stripped.
+"$MAKE" --no-print-directory bin/$name
+gen=$(sed -n 's/^[[:space:]]*output_path:[[:space:]]*//p' builder-config.yaml | head -n 1)
+for arch in "${arches[@]}"; do
+	dir=$work/${name}_${VERSION}_linux_$arch
+	mkdir -p "$dir"
+	echo "release: building for linux/$arch ($(($(date +%s) - start)) s)"
+	(cd "$gen" && CGO_ENABLED=0 GOOS=linux GOARCH=$arch "$GO" build -trimpath -ldflags='-s -w' -o "$dir/$name" .)
+	for tool in ctxdump ctxpublisher; do
+		CGO_ENABLED=0 GOOS=linux GOARCH=$arch "$GO" build -trimpath -ldflags='-s -w' -o "$dir/$tool" ./cmd/$tool
+	done
+	cp -r LICENSE LICENSES README.md CHANGELOG.md "$dir/"
+done
+
+# The image, with this host's architecture's collector of the release.
+echo "release: building the image $IMAGE ($(($(date +%s) - start)) s)"
+"$MAKE" --no-print-directory image IMAGE="$IMAGE" VERSION="$VERSION" REVISION="$revision" \
+	IMAGE_COLLECTOR="$work/${name}_${VERSION}_linux_$host/$name"
+image_archive=${name}_${VERSION}_image_linux_$host.tar
+podman save --quiet --format oci-archive --output "$out/$image_archive" "$IMAGE"
+
+# Archives that do not depend on when or by whom they were made.
+epoch=$(git log -1 --format=%ct)
+for arch in "${arches[@]}"; do
+	tar --sort=name --owner=0 --group=0 --numeric-owner --mtime="@$epoch" \
+		-C "$work" -cf - "${name}_${VERSION}_linux_$arch" | gzip -9n >"$out/${name}_${VERSION}_linux_$arch.tar.gz"
+done
+(cd "$out" && sha256sum -- *.tar.gz "$image_archive" >SHA256SUMS)
+
+{
+	printf '# %s %s\n\n' "$name" "$VERSION"
+	printf 'Built from commit %s of https://github.com/processctx/otelcol-processctx.\n\n' "$revision"
+	# The section without its heading and leading blank lines, its
+	# subsections a level up, its links to this repository's files at the
+	# version's tag.
+	printf '%s\n' "$section" | sed 1d | sed -e '/./,$!d' -e 's/^### /## /' \
+		-e "s#\](\([^):\#][^):]*\))#](https://github.com/processctx/otelcol-processctx/blob/v$VERSION/\1)#g"
+	printf '\n## Artifacts\n\n'
+	printf 'Verify them with `sha256sum -c SHA256SUMS`.\n\n'
+	printf '| file | sha256 |\n|---|---|\n'
+	while read -r sum file; do printf '| `%s` | `%s` |\n' "$file" "$sum"; done <"$out/SHA256SUMS"
+	printf '\nThe archives hold the collector (`otelcol-processctx`), `ctxdump` and\n'
+	printf '`ctxpublisher`, statically linked, for linux/amd64 and linux/arm64. On\n'
+	printf 'arm64 the eBPF program that reports publications at once is not built:\n'
+	printf 'publications are found by polling (docs/discovery.md).\n\n'
+	printf 'The image `%s` (linux/%s) is `%s`:\n`podman load -i %s`, then push it to your registry\n' "$IMAGE" "$host" "$image_archive" "$image_archive"
+	printf '(deploy/helm/values.yaml `image.repository`, deploy/kubernetes/kustomization.yaml `images`).\n'
+} >"$out/RELEASE_NOTES.md"
+
+mkdir -p "$RELEASE_DIR"
+mv "$out"/* "$RELEASE_DIR/"
+echo "release: $name $VERSION in $RELEASE_DIR, image $IMAGE ($(($(date +%s) - start)) s):"
+ls -l "$RELEASE_DIR"
+echo "Next: git tag -a v$VERSION -m '$name $VERSION' $revision; podman push $IMAGE; publish $RELEASE_DIR."
