@@ -1,3 +1,6 @@
+# Copyright The otelcol-processctx Authors
+# SPDX-License-Identifier: Apache-2.0
+
 # Build, run and test the process-context collector components.
 # Every target installs what it needs (Go modules; later the ocb builder).
 

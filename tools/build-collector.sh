@@ -1,4 +1,7 @@
 #!/bin/sh
+# Copyright The otelcol-processctx Authors
+# SPDX-License-Identifier: Apache-2.0
+
 # Builds the collector distribution with ocb, saying first what is about to
 # happen (the first build downloads the collector's modules and compiles
 # about 1,200 packages for this distribution: minutes) and how long it has

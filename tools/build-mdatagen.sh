@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# Copyright The otelcol-processctx Authors
+# SPDX-License-Identifier: Apache-2.0
+
 # Build mdatagen from the copy of its source in tools/mdatagen-src (see
 # SOURCE.md there: cmd/mdatagen is not served by the Go module proxy).
 # Dependencies come from the module proxy.

@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# Copyright The otelcol-processctx Authors
+# SPDX-License-Identifier: Apache-2.0
+
 # Finds flaky tests: runs Go test packages with -race -count=N while a CPU
 # hog occupies every core, then prints each test that failed and how often.
 #

@@ -1,4 +1,7 @@
 #!/bin/sh
+# Copyright The otelcol-processctx Authors
+# SPDX-License-Identifier: Apache-2.0
+
 # Runs Go fuzz targets one after the other for FUZZTIME each and prints a
 # summary table at the end. Used by `make fuzz`.
 #

@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# Copyright The otelcol-processctx Authors
+# SPDX-License-Identifier: Apache-2.0
+
 # Regenerates the BPF object and Go loader of internal/pubevents (bpf2go)
 # when their sources changed, and only then: the outputs are committed
 # because CI has no clang. The sources' hash is kept in a committed stamp;

@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# Copyright The otelcol-processctx Authors
+# SPDX-License-Identifier: Apache-2.0
+
 # A release of the distribution (make release VERSION=x.y.z; see
 # docs/contributing.md, "Releasing"): checks that the version, the
 # manifest, CHANGELOG.md and the work tree agree, then writes into

@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# Copyright The otelcol-processctx Authors
+# SPDX-License-Identifier: Apache-2.0
+
 # The license header of every source file: checks it (make lint) or adds it
 # where it is missing (make spdx). Idempotent: run `tools/spdx.sh add` again
 # after a merge brings files without it.

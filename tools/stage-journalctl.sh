@@ -1,4 +1,7 @@
 #!/bin/sh
+# Copyright The otelcol-processctx Authors
+# SPDX-License-Identifier: Apache-2.0
+
 # Copies the build host's journalctl and the shared libraries it loads
 # (as ldd lists them: libsystemd-shared, libc and the rest) into DIR, at
 # the same paths, for the image (Containerfile): the journald receiver runs

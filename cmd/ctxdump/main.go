@@ -1,3 +1,6 @@
+// Copyright The otelcol-processctx Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Command ctxdump lists the OpenTelemetry process contexts published on this
 // host and, for processes that publish none, the service their
 // OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES name (the SOURCE column

@@ -1,3 +1,6 @@
+// Copyright The otelcol-processctx Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Command ctxpublisher publishes an OpenTelemetry process context from its
 // own process with the Go reference publisher.
 //

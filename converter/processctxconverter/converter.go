@@ -1,3 +1,6 @@
+// Copyright The otelcol-processctx Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package processctxconverter is a confmap converter that refuses, when the
 // collector resolves its configuration (at start, and in the validate
 // command, which starts no component), a configuration whose pipelines use

@@ -1,3 +1,6 @@
+// Copyright The otelcol-processctx Authors
+// SPDX-License-Identifier: Apache-2.0
+
 package attrpolicy
 
 // config.go owns the configuration block of a Policy (the processor's

@@ -1,3 +1,6 @@
+// Copyright The otelcol-processctx Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package attrpolicy decides what a published resource may contribute to
 // telemetry and entity events, by family: what a key describes decides
 // whom to trust for it.

@@ -1,3 +1,6 @@
+// Copyright The otelcol-processctx Authors
+// SPDX-License-Identifier: Apache-2.0
+
 package attrpolicy
 
 // policy.go owns the families of keys (the table FamilyOf reads) and the

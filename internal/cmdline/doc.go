@@ -1,3 +1,6 @@
+// Copyright The otelcol-processctx Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package cmdline sanitizes process command lines before they leave the
 // host. Semantic conventions say process.command_line SHOULD NOT be
 // collected by default unless it is sanitized: command lines carry

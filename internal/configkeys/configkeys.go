@@ -1,3 +1,6 @@
+// Copyright The otelcol-processctx Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package configkeys makes the errors of a component's configuration name
 // its keys, never a Go type. Keys that are none of its settings: the
 // component's Config collects them in a field tagged

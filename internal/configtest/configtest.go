@@ -1,3 +1,6 @@
+// Copyright The otelcol-processctx Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package configtest loads a component's configuration from YAML text the
 // way the collector loads a config file, for the components' tests of what
 // a user may write.

@@ -1,3 +1,6 @@
+// Copyright The otelcol-processctx Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package entitymodel is the one definition of the entities of the
 // semantic conventions that the receiver states and the processor
 // references on enriched telemetry: their types and the resource attribute

@@ -1,3 +1,6 @@
+// Copyright The otelcol-processctx Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package fuzzseed keeps the committed seed corpus of Go fuzz targets in
 // step with the seeds a test declares. Each target's seeds are files in
 // testdata/fuzz/<FuzzName>/ of its package (Go's corpus format), which

@@ -1,3 +1,6 @@
+// Copyright The otelcol-processctx Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package naive is the baseline the benchmarks measure the tracker and the
 // collector against: a reader of process contexts without caching. Every
 // scan lists the procfs and, for every process of its set, reads the whole

@@ -1,3 +1,6 @@
+// Copyright The otelcol-processctx Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package otep is the OpenTelemetry process context format (OTEP 4719), with
 // nothing of where the bytes come from: the names under which a context
 // mapping shows up in /proc/<pid>/maps, the 32-byte header, the seqlock

@@ -1,3 +1,6 @@
+// Copyright The otelcol-processctx Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package pidtable is a hash table keyed by pid, for the lookups on the
 // hot path of every resource and record the processor enriches: the
 // tracker's snapshot of publications, and the pids a batch resolved so

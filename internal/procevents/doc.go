@@ -1,3 +1,6 @@
+// Copyright The otelcol-processctx Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package procevents delivers the kernel's process events (a new process,
 // an exec, the exit of a process) from the netlink proc connector, within
 // milliseconds of the event, so the process tracker need not wait for its

@@ -1,3 +1,6 @@
+// Copyright The otelcol-processctx Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package procfs is the toolkit for reading what a procfs says about
 // processes, through a root path that may be the host's ("/") or a host
 // filesystem mounted in a container (e.g. "/hostfs"): listing pids with

@@ -1,3 +1,6 @@
+// Copyright The otelcol-processctx Authors
+// SPDX-License-Identifier: Apache-2.0
+
 package pubevents
 
 // syscallPrefix names the syscall entry points on x86_64: their single

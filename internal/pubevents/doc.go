@@ -1,3 +1,6 @@
+// Copyright The otelcol-processctx Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package pubevents delivers publication events of process contexts (OTEP
 // 4719) from a small eBPF program, so a tracker reads a context when it is
 // published or updated instead of at its next poll of the host.

@@ -1,3 +1,6 @@
+// Copyright The otelcol-processctx Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package publisher publishes an OpenTelemetry process context (OTEP 4719)
 // from the current process, exactly as SPEC.md's publishing protocol says:
 // a memfd (or anonymous) mapping named OTEL_CTX holding a 32-byte header, the

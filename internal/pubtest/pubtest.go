@@ -1,3 +1,6 @@
+// Copyright The otelcol-processctx Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package pubtest starts real publisher processes for tests: the Go
 // reference publisher (cmd/ctxpublisher) and the independent C publisher
 // (testdata/cpublisher), both driven over the same line protocol on stdin.

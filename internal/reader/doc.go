@@ -1,3 +1,6 @@
+// Copyright The otelcol-processctx Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package reader reads the process context of a live process on this host:
 // it finds the context mapping in <root>/proc/<pid>/maps and reads the
 // header and payload out of the process's memory with the protocol of

@@ -1,3 +1,6 @@
+// Copyright The otelcol-processctx Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package sdkenv reads the two OpenTelemetry SDK environment variables,
 // OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES, from another process's
 // environment (the bytes of /proc/<pid>/environ) and turns them into the

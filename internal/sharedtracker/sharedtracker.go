@@ -1,3 +1,6 @@
+// Copyright The otelcol-processctx Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package sharedtracker is how the process_context receiver and processor
 // find the one process tracker of a collector: the process_context
 // extension runs it, and they find it through the collector's host

@@ -1,3 +1,6 @@
+// Copyright The otelcol-processctx Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package tracker is the one store of per-process facts of a collector,
 // which the process_context extension runs and the receiver and processor
 // use: which processes on the host publish a context, what they published,

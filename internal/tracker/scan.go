@@ -1,3 +1,6 @@
+// Copyright The otelcol-processctx Authors
+// SPDX-License-Identifier: Apache-2.0
+
 package tracker
 
 // scans is the scans of the host: the one in progress and who waits for

@@ -1,3 +1,6 @@
+// Copyright The otelcol-processctx Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package trackerstatus reports a process tracker's health as the status of
 // the component using it (componentstatus, which the health check extension
 // shows): a recoverable error while the procfs cannot be listed or the

@@ -1,3 +1,6 @@
+// Copyright The otelcol-processctx Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package processctxprocessor implements the process_context processor: it
 // adds to telemetry the resource attributes that the process it came from
 // published as its OpenTelemetry process context (OTEP 4719).

@@ -1,3 +1,6 @@
+// Copyright The otelcol-processctx Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package processctxreceiver implements the process_context receiver: it
 // turns the changes of the process_context extension's tracker
 // (internal/tracker) into entity events (log records), one per process

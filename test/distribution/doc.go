@@ -1,3 +1,6 @@
+// Copyright The otelcol-processctx Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package distribution tests what a user builds and runs from the
 // documentation: the ocb manifest of the README (our components plus the
 // collector's core ones) is built with ocb and its components listed;

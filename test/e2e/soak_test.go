@@ -1,3 +1,6 @@
+// Copyright The otelcol-processctx Authors
+// SPDX-License-Identifier: Apache-2.0
+
 package e2e
 
 // Soak tests (issue 14): churn of short-lived publishers beside idle

@@ -1,3 +1,6 @@
+// Copyright The otelcol-processctx Authors
+// SPDX-License-Identifier: Apache-2.0
+
 package e2e
 
 import (

@@ -1,3 +1,6 @@
+// Copyright The otelcol-processctx Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package kernel is the kernel matrix (make kernel-test): run.sh boots
 // stock Debian kernels in qemu with an initramfs holding static test
 // binaries, and init.sh runs them inside each guest. This package's test,

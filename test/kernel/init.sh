@@ -1,4 +1,7 @@
 #!/bin/busybox sh
+# Copyright The otelcol-processctx Authors
+# SPDX-License-Identifier: Apache-2.0
+
 # /init of the kernel matrix's guests (run.sh packs it into the initramfs
 # with busybox, the static test binaries, the publishers and the built
 # collector). Everything is in the initramfs: no disk, no network, no

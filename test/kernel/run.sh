@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# Copyright The otelcol-processctx Authors
+# SPDX-License-Identifier: Apache-2.0
+
 # The kernel matrix (make kernel-test; docs/testing.md, "Kernel matrix"):
 # boots stock Debian kernels in qemu (TCG: no KVM needed) with an
 # initramfs holding static test binaries, the publishers and the built

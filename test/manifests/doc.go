@@ -1,3 +1,6 @@
+// Copyright The otelcol-processctx Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package manifests checks the deployment files against each other and
 // against what they deploy: deploy/kubernetes/daemonset.yaml decoded
 // strictly into the Kubernetes API types, deploy/helm/values.yaml against

@@ -1,3 +1,6 @@
+// Copyright The otelcol-processctx Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package release tests make release: a release into a temporary
 // directory whose checksums sha256sum -c accepts, archives holding static
 // binaries of both architectures (the arm64 ones identified as such by

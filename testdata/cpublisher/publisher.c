@@ -1,3 +1,6 @@
+// Copyright The otelcol-processctx Authors
+// SPDX-License-Identifier: Apache-2.0
+
 /*
  * Independent C publisher of an OpenTelemetry process context (OTEP 4719),
  * used by the Go tests as a real child process.

@@ -1,3 +1,6 @@
+// Copyright The otelcol-processctx Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Command ddtracer runs dd-trace-go's tracer, a widely deployed tracer that
 // publishes an OpenTelemetry process context (OTEP 4719) from
 // tracer.Start() by default: its resource (service.*, telemetry.sdk.*,

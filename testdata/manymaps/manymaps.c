@@ -1,3 +1,6 @@
+// Copyright The otelcol-processctx Authors
+// SPDX-License-Identifier: Apache-2.0
+
 /*
  * manymaps: a benchmark process with many memory mappings, optionally
  * publishing an OpenTelemetry process context (OTEP 4719, SPEC.md).

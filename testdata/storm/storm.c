@@ -1,3 +1,6 @@
+// Copyright The otelcol-processctx Authors
+// SPDX-License-Identifier: Apache-2.0
+
 /*
  * storm: starts short-lived processes at a steady rate, for the tracker's
  * storm benchmark and test.

@@ -1,3 +1,6 @@
+// Copyright The otelcol-processctx Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Command figures writes the table of current figures at the top of
 // BENCHMARKS.md from the output of make bench (go test -bench lines, which
 // make bench keeps in _build/bench/bench.txt): one row per figure, with its

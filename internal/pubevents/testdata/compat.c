@@ -1,3 +1,6 @@
+// Copyright The otelcol-processctx Authors
+// SPDX-License-Identifier: Apache-2.0
+
 /*
  * Test helper: a 32-bit syscall (int $0x80) whose number is prctl's on
  * x86_64 (157, sched_getscheduler in the 32-bit table), with the 64-bit

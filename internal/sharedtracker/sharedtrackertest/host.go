@@ -1,3 +1,6 @@
+// Copyright The otelcol-processctx Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package sharedtrackertest gives the tests of the process_context
 // components a collector host whose process_context extension runs a
 // tracker the test made.

@@ -1,3 +1,6 @@
+// Copyright The otelcol-processctx Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package trackertest provides a fake tracker.Host: processes that exist
 // only in memory, whose reads can be made to fail or to block, and a clock
 // that moves only when told. The tracker, the receiver and the processor

@@ -1,3 +1,6 @@
+// Copyright The otelcol-processctx Authors
+// SPDX-License-Identifier: Apache-2.0
+
 /*
  * getppid: the host's other process in BenchmarkHostCost. Makes N getppid
  * syscalls (the cheapest real syscall: what a hook on every syscall costs

@@ -1,3 +1,6 @@
+// Copyright The otelcol-processctx Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Command otlpsend sends one OTLP log record over gRPC and exits: the
 // container tests run it in a container of its own, as an SDK in a pod
 // would send telemetry naming its own pid and container.
