@@ -80,7 +80,10 @@ image: $(COLLECTOR)
 	cp /etc/ssl/certs/ca-certificates.crt _image/
 	cp -r LICENSE LICENSES _image/rootfs/licenses/
 	tools/stage-journalctl.sh _image/rootfs
-	podman build --quiet --tag $(IMAGE) --build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) --file Containerfile _image
+	@# --no-cache: the labels take VERSION and REVISION from build arguments,
+	@# which podman's layer cache does not tell apart (a cached layer kept
+	@# the revision of the build before).
+	podman build --quiet --no-cache --tag $(IMAGE) --build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) --file Containerfile _image
 
 # A release (docs/contributing.md, "Releasing"): the collector, ctxdump
 # and ctxpublisher for linux/amd64 and linux/arm64 in one archive each,
