@@ -131,7 +131,7 @@ type entry struct {
 	Attributes   map[string]any `json:"attributes,omitempty"`
 }
 
-func entryOf(p *tracker.Process) entry {
+func entryOf(p *tracker.Publication) entry {
 	return entry{
 		PID:          p.PID,
 		CreationTime: p.Identity.CreationTimeString(),
@@ -250,14 +250,14 @@ func readDue(ctx context.Context, tr *tracker.Tracker, o options) error {
 // list prints the publications, then the processes that cannot be read.
 func list(tr *tracker.Tracker, o options, out, errOut io.Writer) error {
 	snap := tr.Snapshot()
-	var pubs []*tracker.Process
-	snap.All(func(p *tracker.Process) bool {
+	var pubs []*tracker.Publication
+	snap.All(func(p *tracker.Publication) bool {
 		if p.Live() && (o.pid == 0 || p.PID == o.pid) {
 			pubs = append(pubs, p)
 		}
 		return true
 	})
-	slices.SortFunc(pubs, func(a, b *tracker.Process) int { return a.PID - b.PID })
+	slices.SortFunc(pubs, func(a, b *tracker.Publication) int { return a.PID - b.PID })
 	failures, err := unreadable(tr, snap, o)
 	if err != nil {
 		return err
@@ -339,7 +339,7 @@ func reason(h tracker.Host, pid int, outcome tracker.Outcome, timeout time.Durat
 	return ""
 }
 
-func printJSON(out io.Writer, pubs []*tracker.Process, failures []failure) error {
+func printJSON(out io.Writer, pubs []*tracker.Publication, failures []failure) error {
 	enc := json.NewEncoder(out)
 	for _, p := range pubs {
 		if err := enc.Encode(entryOf(p)); err != nil {
@@ -354,7 +354,7 @@ func printJSON(out io.Writer, pubs []*tracker.Process, failures []failure) error
 	return nil
 }
 
-func printTable(out io.Writer, pubs []*tracker.Process) error {
+func printTable(out io.Writer, pubs []*tracker.Publication) error {
 	if len(pubs) == 0 {
 		fmt.Fprintln(out, "No process publishes a context or names its service in its environment.")
 		return nil
@@ -389,7 +389,7 @@ func printFailures(out io.Writer, failures []failure) error {
 // columns are an identity's cells in the table: pid, executable, service,
 // source (context, or environment), container, the other resource
 // attributes.
-func columns(p *tracker.Process) []string {
+func columns(p *tracker.Publication) []string {
 	var name string
 	if v, ok := p.Context.Resource.Get("service.name"); ok {
 		name = v.AsString()
@@ -425,7 +425,7 @@ func watch(ctx context.Context, o options, changes *inbox, out io.Writer) error 
 		case <-changes.wait():
 		}
 		for _, c := range changes.take() {
-			if o.pid != 0 && c.Process.PID != o.pid {
+			if o.pid != 0 && c.Publication.PID != o.pid {
 				continue
 			}
 			event := map[tracker.ChangeKind]string{tracker.Published: "published", tracker.Updated: "updated"}[c.Kind]
@@ -434,11 +434,11 @@ func watch(ctx context.Context, o options, changes *inbox, out io.Writer) error 
 			}
 			var err error
 			if o.json {
-				e := entryOf(c.Process)
+				e := entryOf(c.Publication)
 				e.Time, e.Event = c.at, event
 				err = enc.Encode(e)
 			} else {
-				err = table.row(append([]string{c.at.Format("15:04:05.000"), event}, columns(c.Process)...))
+				err = table.row(append([]string{c.at.Format("15:04:05.000"), event}, columns(c.Publication)...))
 			}
 			if err != nil {
 				return fmt.Errorf("write: %w", err)

@@ -131,4 +131,10 @@ func (e *processContextExtension) Shutdown(ctx context.Context) error {
 }
 
 // ProcessTracker implements sharedtracker.Provider.
-func (e *processContextExtension) ProcessTracker() *tracker.Tracker { return e.tracker }
+// It is nil before Start.
+func (e *processContextExtension) ProcessTracker() sharedtracker.Tracker {
+	if e.tracker == nil {
+		return nil
+	}
+	return e.tracker
+}

@@ -68,7 +68,7 @@ func TestRootPath(t *testing.T) {
 	t.Run("host procfs bind-mounted at a temporary root", func(t *testing.T) {
 		cfg := createDefaultConfig()
 		cfg.RootPath = pubtest.MountProc(t, 0)
-		tr := start(t, cfg, extensiontest.NewNopSettings(metadata.Type)).(sharedtracker.Provider).ProcessTracker()
+		tr := start(t, cfg, extensiontest.NewNopSettings(metadata.Type)).(*processContextExtension).tracker
 		p := pubtest.Start(t, pubtest.Go, pubtest.Options{})
 		p.Publish(otep.EncodeStrings(map[string]string{"service.name": "via-root-path"}))
 		require.Eventually(t, func() bool {
@@ -112,7 +112,7 @@ func TestReceiverAndProcessorShareTheTracker(t *testing.T) {
 	ext := start(t, cfg, extensiontest.NewNopSettings(metadata.Type))
 	h := host{extID: ext}
 	ctx := context.Background()
-	tr := ext.(sharedtracker.Provider).ProcessTracker()
+	tr := ext.(*processContextExtension).tracker
 
 	entities := new(consumertest.LogsSink)
 	rf := processctxreceiver.NewFactory()

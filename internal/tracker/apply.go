@@ -203,7 +203,7 @@ func (l *loop) publish(pid int, p *proc, res *result) {
 	case p.identity.Source == res.source && p.identity.Addr == res.addr && p.identity.Context.PublishedAt == res.ctx.PublishedAt:
 		return // the same context or environment, read again (a new inode, say)
 	}
-	pub := l.out.withViews(&Process{
+	pub := l.out.withViews(&Publication{
 		Key:      Key{PID: pid, StartTicks: p.start},
 		Identity: *res.identity,
 		Source:   res.source,

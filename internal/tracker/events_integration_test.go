@@ -70,10 +70,10 @@ func changesOf(t *testing.T, tr *tracker.Tracker, sub *trackertest.Recorder, pid
 		}
 		changes, _ := sub.Take()
 		for _, c := range changes {
-			if c.Process.PID != pid {
+			if c.Publication.PID != pid {
 				continue
 			}
-			svc, _ := c.Process.Context.Resource.Get("service.name")
+			svc, _ := c.Publication.Context.Resource.Get("service.name")
 			got = append(got, kindName(c.Kind)+" "+svc.Str())
 		}
 	}
@@ -306,8 +306,8 @@ func TestLivePublishersFromAShell(t *testing.T) {
 				}
 				changes, _ := sub.Take()
 				for _, c := range changes {
-					if c.Kind == tracker.Published && want[c.Process.PID] {
-						found[c.Process.PID] = true
+					if c.Kind == tracker.Published && want[c.Publication.PID] {
+						found[c.Publication.PID] = true
 					}
 				}
 			}

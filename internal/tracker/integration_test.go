@@ -170,11 +170,11 @@ func TestPidReuseIsANewPublication(t *testing.T) {
 	changes, _ := sub.Take()
 	require.Len(t, changes, 2, "%+v", changes)
 	assert.Equal(t, tracker.Exited, changes[0].Kind)
-	assert.Equal(t, old.Key, changes[0].Process.Key)
+	assert.Equal(t, old.Key, changes[0].Publication.Key)
 	assert.Equal(t, tracker.Published, changes[1].Kind)
-	assert.Equal(t, pid, changes[1].Process.PID)
-	assert.NotEqual(t, old.StartTicks, changes[1].Process.StartTicks, "a new process")
-	v, _ := changes[1].Process.Context.Resource.Get("service.name")
+	assert.Equal(t, pid, changes[1].Publication.PID)
+	assert.NotEqual(t, old.StartTicks, changes[1].Publication.StartTicks, "a new process")
+	v, _ := changes[1].Publication.Context.Resource.Get("service.name")
 	assert.Equal(t, "second", v.Str())
 }
 

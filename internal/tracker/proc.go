@@ -18,7 +18,7 @@ type proc struct {
 	// Who it says it is: identity while it publishes a context
 	// (hasContext), or while its environment names it; otherwise found says
 	// what its last read found (OutcomeUnknown: not read yet).
-	identity *Process
+	identity *Publication
 	found    Outcome
 	kernel   bool // a kernel thread: no user memory, never read again
 	// env says whether its environment, fixed at exec, was read: what it

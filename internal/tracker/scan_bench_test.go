@@ -90,7 +90,7 @@ func (bt *benchTracker) scan(b *testing.B) {
 // environment have none to refresh).
 func (bt *benchTracker) contexts() int {
 	n := 0
-	bt.tr.Snapshot().All(func(p *tracker.Process) bool {
+	bt.tr.Snapshot().All(func(p *tracker.Publication) bool {
 		if p.Live() && p.Source == tracker.SourceContext {
 			n++
 		}

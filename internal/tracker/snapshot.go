@@ -18,7 +18,7 @@ type Snapshot struct {
 	// grace period (unless the pid names another process since).
 	byPID pidTable
 	// byContainer indexes byPID by (container.id, pid in the container).
-	byContainer map[ContainerPid]*Process
+	byContainer map[ContainerPid]*Publication
 	// answers is what lookups of the pids without a publication answer.
 	answers answerTable
 	// Scanned reports whether the first scan of the host has finished.
@@ -30,7 +30,7 @@ type Snapshot struct {
 // OutcomeUnknown (not seen yet, or a read that may find a publication is
 // under way or due: Tracker.Probe reads it and waits for it). It takes no
 // lock and does not allocate.
-func (s *Snapshot) Lookup(pid int) (*Process, Outcome) {
+func (s *Snapshot) Lookup(pid int) (*Publication, Outcome) {
 	if p := s.byPID.get(pid); p != nil {
 		return p, OutcomeOK
 	}
@@ -39,7 +39,7 @@ func (s *Snapshot) Lookup(pid int) (*Process, Outcome) {
 
 // InContainer returns the publication of the process that is vpid in the
 // container cid, or nil.
-func (s *Snapshot) InContainer(cid string, vpid int) *Process {
+func (s *Snapshot) InContainer(cid string, vpid int) *Publication {
 	return s.byContainer[ContainerPid{cid, vpid}]
 }
 
@@ -47,7 +47,7 @@ func (s *Snapshot) InContainer(cid string, vpid int) *Process {
 func (s *Snapshot) Len() int { return len(s.byPID.all) }
 
 // All calls fn for every publication until fn returns false.
-func (s *Snapshot) All(fn func(*Process) bool) {
+func (s *Snapshot) All(fn func(*Publication) bool) {
 	for _, p := range s.byPID.all {
 		if !fn(p) {
 			return
@@ -59,20 +59,20 @@ func (s *Snapshot) All(fn func(*Process) bool) {
 // snapshot (a pidtable.Table: on the hot path of every resource the
 // processor enriches), and the publications in a list.
 type pidTable struct {
-	index pidtable.Table[*Process]
-	all   []*Process
+	index pidtable.Table[*Publication]
+	all   []*Publication
 }
 
 func newPidTable(n int) pidTable {
-	return pidTable{index: pidtable.New[*Process](n), all: make([]*Process, 0, n)}
+	return pidTable{index: pidtable.New[*Publication](n), all: make([]*Publication, 0, n)}
 }
 
-func (t *pidTable) add(pid int, p *Process) {
+func (t *pidTable) add(pid int, p *Publication) {
 	t.index.Add(pid, p)
 	t.all = append(t.all, p)
 }
 
-func (t *pidTable) get(pid int) *Process {
+func (t *pidTable) get(pid int) *Publication {
 	p, _ := t.index.Get(pid)
 	return p
 }

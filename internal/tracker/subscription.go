@@ -29,11 +29,11 @@ const (
 // Ends reports whether the change ends the publication.
 func (k ChangeKind) Ends() bool { return k >= Unpublished }
 
-// Change is one change of a publication. Process is the publication after
+// Change is one change of a publication. Publication is the publication after
 // it (for a change that ends it, the last one read, with EndedAt set).
 type Change struct {
-	Kind    ChangeKind
-	Process *Process
+	Kind        ChangeKind
+	Publication *Publication
 }
 
 // ScanStats summarizes one scan of the host.
@@ -73,7 +73,7 @@ func (t *Tracker) Subscribe(ctx context.Context, fn Subscriber) (unsubscribe fun
 	err = t.loop.onLoop(ctx, func() {
 		var initial []Change
 		for _, p := range t.loop.reg.publications {
-			initial = append(initial, Change{Kind: Published, Process: p})
+			initial = append(initial, Change{Kind: Published, Publication: p})
 		}
 		unsubscribe = t.loop.out.subscribe(&subscriber{fn: fn})
 		if len(initial) > 0 {

@@ -194,7 +194,7 @@ func (t *Tracker) Idle(ctx context.Context) error {
 // the view added under the same key, which fn would compute alike (the
 // pipelines of one processor share one). Every snapshot taken after
 // AddView returns has it.
-func (t *Tracker) AddView(ctx context.Context, key any, fn func(*Process) any) (View, error) {
+func (t *Tracker) AddView(ctx context.Context, key any, fn func(*Publication) any) (View, error) {
 	var v View
 	l := t.loop
 	err := l.onLoop(ctx, func() {

@@ -71,8 +71,8 @@ func (h *harness) take() []string {
 	changes, _ := h.sub.Take()
 	var out []string
 	for _, c := range changes {
-		svc, _ := c.Process.Context.Resource.Get("service.name")
-		out = append(out, fmt.Sprintf("%s %d %s", kindName(c.Kind), c.Process.PID, svc.Str()))
+		svc, _ := c.Publication.Context.Resource.Get("service.name")
+		out = append(out, fmt.Sprintf("%s %d %s", kindName(c.Kind), c.Publication.PID, svc.Str()))
 	}
 	return out
 }
@@ -468,7 +468,7 @@ func TestViews(t *testing.T) {
 	h := newHarness(t, testConfig(), host)
 	ctx := context.Background()
 	computed := 0
-	viewOf := func(p *tracker.Process) any {
+	viewOf := func(p *tracker.Publication) any {
 		computed++ // on the tracker's loop only
 		s, _ := p.Context.Resource.Get("service.name")
 		return "view of " + s.Str()
@@ -782,7 +782,7 @@ func TestSubscribers(t *testing.T) {
 	changes, _ := late.Take()
 	require.Len(t, changes, 1)
 	assert.Equal(t, tracker.Published, changes[0].Kind)
-	assert.Equal(t, 6, changes[0].Process.PID)
+	assert.Equal(t, 6, changes[0].Publication.PID)
 }
 
 func TestScanStats(t *testing.T) {
