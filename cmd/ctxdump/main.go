@@ -183,7 +183,7 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 		return err
 	}
 	// Wait for the tracker's report of what it could not read.
-	if err := tr.Idle(ctx); err != nil {
+	if err := tr.WaitIdle(ctx); err != nil {
 		return fmt.Errorf("wait for the tracker: %w", err)
 	}
 	if !o.watch {
@@ -218,7 +218,7 @@ func open(o options, errOut io.Writer) (*tracker.Tracker, error) {
 }
 
 // readDue reads, and waits for, the processes to show whose read is due
-// (tracker.OutcomeUnknown): one that exec'd while the tracker started, say,
+// (tracker.AnswerUnknown): one that exec'd while the tracker started, say,
 // known from its exec event and not read yet.
 func readDue(ctx context.Context, tr *tracker.Tracker, o options) error {
 	pids, err := pidsOf(o)
@@ -228,7 +228,7 @@ func readDue(ctx context.Context, tr *tracker.Tracker, o options) error {
 	snap := tr.Snapshot()
 	due := slices.DeleteFunc(pids, func(pid int) bool {
 		p, outcome := snap.Lookup(pid)
-		return p != nil || outcome != tracker.OutcomeUnknown
+		return p != nil || outcome != tracker.AnswerUnknown
 	})
 	// Each read has its deadline: as long as one, and a little more.
 	within := o.timeout + time.Second
@@ -319,10 +319,10 @@ func pidsOf(o options) ([]int, error) {
 	return pids, nil
 }
 
-// reason says why pid, whose read found outcome, cannot be read; "" when
+// reason says why pid, whose lookup answers answer, cannot be read; "" when
 // that is no failure (no context, gone, not seen).
-func reason(h tracker.Host, pid int, outcome tracker.Outcome, timeout time.Duration) string {
-	switch outcome {
+func reason(h tracker.Host, pid int, answer tracker.Answer, timeout time.Duration) string {
+	switch tracker.Outcome(answer) {
 	case tracker.OutcomePermissionDenied:
 		return h.ExplainDenied(pid)
 	case tracker.OutcomeStalled:

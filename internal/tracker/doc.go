@@ -56,7 +56,7 @@
 // Where a read may tell what a lookup should wait for — a pid not read, a
 // process whose environment was not read since its exec, or, while no
 // publication events come, whose maps were not read since its exec or for
-// Config.RecheckInterval (contextDue) — Lookup says OutcomeUnknown, and
+// Config.RecheckInterval (contextDue) — Lookup says AnswerUnknown, and
 // Probe reads it and waits: the first telemetry of a process that
 // published at start-up gets its identity on every kernel.
 // Subscribers (the receiver) are told every change; derived data that a

@@ -149,7 +149,7 @@ func TestLiveFork(t *testing.T) {
 	child := p.Fork()
 	require.Eventually(t, func() bool {
 		_, o := tr.Snapshot().Lookup(child)
-		return o == tracker.OutcomeNoContext
+		return o == tracker.AnswerNoContext
 	}, 10*time.Second, time.Millisecond)
 	got, _ := tr.Snapshot().Lookup(p.Pid)
 	require.NotNil(t, got)

@@ -227,7 +227,7 @@ func TestTrackAsHelper(t *testing.T) {
 		clock.Advance(cfg.RescanInterval) // every process is re-read every scan
 		rescan(t, tr)
 	}
-	require.NoError(t, tr.Idle(context.Background()))
+	require.NoError(t, tr.WaitIdle(context.Background()))
 	_, stats := sub.Take()
 	report.Denied = stats[len(stats)-1].Denied
 	report.Warnings = logs.Len()

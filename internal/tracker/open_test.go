@@ -78,7 +78,7 @@ func TestWithScanStats(t *testing.T) {
 	h := newHarness(t, testConfig(), host, tracker.WithScanStats(func(s tracker.ScanStats) { got = append(got, s) }))
 	h.rescan()
 	h.rescan()
-	require.NoError(t, h.tr.Idle(context.Background()))
+	require.NoError(t, h.tr.WaitIdle(context.Background()))
 	// The scan that began with the tracker, the harness's, and two more.
 	require.Len(t, got, 4)
 	assert.True(t, got[0].Listed)

@@ -111,7 +111,7 @@ func (o *outputs) handScan(stats *ScanStats) { o.stats = stats }
 // live publications (n of them), answer says what a lookup of a pid
 // without one answers. A snapshot says Scanned from the one that comes
 // with the first scan's summary.
-func (o *outputs) publish(live iter.Seq2[int, *Publication], n int, answer func(pid int) Outcome) {
+func (o *outputs) publish(live iter.Seq2[int, *Publication], n int, answer func(pid int) Answer) {
 	cur := o.snap.Load()
 	scanned := cur.Scanned || o.stats != nil
 	if !o.dirty && len(o.touched) == 0 && cur.Scanned == scanned {

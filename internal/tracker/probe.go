@@ -28,7 +28,7 @@ type probes struct {
 	ended []chan struct{}
 }
 
-// Probe asks for the pids whose lookup says OutcomeUnknown to be read now,
+// Probe asks for the pids whose lookup says AnswerUnknown to be read now,
 // before any scan work: pids not known, and processes without a context
 // with a read due (their environment not read since their exec, or their
 // maps not for Config.RecheckInterval while no publication events come).
@@ -87,7 +87,7 @@ func (l *loop) probe(w *probeWait) {
 			p = l.newProc(pid)
 		}
 		l.sched.act(pid, p, trigger{kind: onProbe})
-		if l.sched.answer(p, now) == OutcomeUnknown && p.sched.busy() && l.probes.wait(w, pid, now) {
+		if l.sched.answer(p, now) == AnswerUnknown && p.sched.busy() && l.probes.wait(w, pid, now) {
 			l.sched.expedite(pid, p)
 		}
 	}

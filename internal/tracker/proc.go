@@ -17,7 +17,7 @@ type proc struct {
 
 	// Who it says it is: identity while it publishes a context
 	// (hasContext), or while its environment names it; otherwise found says
-	// what its last read found (OutcomeUnknown: not read yet).
+	// what its last read found (AnswerUnknown: not read yet).
 	identity *Publication
 	found    Outcome
 	kernel   bool // a kernel thread: no user memory, never read again

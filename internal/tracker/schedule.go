@@ -120,7 +120,7 @@ func (s *scheduler) planner() planner {
 		scanned: s.scans.scanned(), pubLostAt: s.host.pubLostAt}
 }
 
-func (s *scheduler) answer(p *proc, now int64) Outcome { return s.planner().answer(p, now) }
+func (s *scheduler) answer(p *proc, now int64) Answer { return s.planner().answer(p, now) }
 
 // act hands tr to the planner and carries out what it says: the read
 // starts now, or is planned. With start and finish, the one place that
@@ -217,10 +217,10 @@ func (s *scheduler) start(pid int, p *proc, c cause, now int64) request {
 // it was for, nil when that exited or became another incarnation
 // meanwhile (the read is of the past), and what lookups answered while
 // the read was out.
-func (s *scheduler) finish(r *request) (*proc, Outcome) {
+func (s *scheduler) finish(r *request) (*proc, Answer) {
 	p := s.reg.get(r.pid)
 	if p == nil || p.serial != r.serial {
-		return nil, OutcomeUnknown
+		return nil, AnswerUnknown
 	}
 	now, ps := s.clock(), &p.sched
 	was := s.answer(p, now)

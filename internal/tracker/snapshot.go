@@ -26,13 +26,13 @@ type Snapshot struct {
 }
 
 // Lookup returns the publication of pid, or nil and what is known of pid:
-// OutcomeNoContext (known to publish nothing), another failure outcome, or
-// OutcomeUnknown (not seen yet, or a read that may find a publication is
+// AnswerNoContext (known to publish nothing), another failure outcome, or
+// AnswerUnknown (not seen yet, or a read that may find a publication is
 // under way or due: Tracker.Probe reads it and waits for it). It takes no
 // lock and does not allocate.
-func (s *Snapshot) Lookup(pid int) (*Publication, Outcome) {
+func (s *Snapshot) Lookup(pid int) (*Publication, Answer) {
 	if p := s.byPID.get(pid); p != nil {
-		return p, OutcomeOK
+		return p, AnswerOK
 	}
 	return nil, s.answers.get(pid)
 }
@@ -77,7 +77,7 @@ func (t *pidTable) get(pid int) *Publication {
 	return p
 }
 
-// answerTable maps pids to what their lookups answer (an Outcome), 4 bits
+// answerTable maps pids to what their lookups answer (an Answer), 4 bits
 // per pid, in chunks of chunkPids allocated on first use. Snapshots share
 // the chunks that did not change between them: a new snapshot copies only
 // the chunks of the pids whose answer changed.
@@ -92,13 +92,13 @@ const (
 
 type answerChunk [chunkPids / pidsPerWord]uint64
 
-func (t *answerTable) get(pid int) Outcome {
+func (t *answerTable) get(pid int) Answer {
 	ci := pid / chunkPids
 	if pid <= 0 || ci >= len(t.chunks) || t.chunks[ci] == nil {
-		return OutcomeUnknown
+		return AnswerUnknown
 	}
 	i := pid % chunkPids
-	return Outcome(t.chunks[ci][i/pidsPerWord] >> (4 * (i % pidsPerWord)) & 0xf)
+	return Answer(t.chunks[ci][i/pidsPerWord] >> (4 * (i % pidsPerWord)) & 0xf)
 }
 
 // answerWriter builds a snapshot's table from the previous one's.
@@ -109,12 +109,12 @@ type answerWriter struct {
 }
 
 // set records o for pid.
-func (w *answerWriter) set(pid int, o Outcome) {
+func (w *answerWriter) set(pid int, o Answer) {
 	if !ValidPID(pid) {
 		return
 	}
 	ci := pid / chunkPids
-	if ci >= len(w.next.chunks) && o == OutcomeUnknown {
+	if ci >= len(w.next.chunks) && o == AnswerUnknown {
 		return // unknown already
 	}
 	if !w.own {
@@ -126,7 +126,7 @@ func (w *answerWriter) set(pid int, o Outcome) {
 	}
 	c := w.next.chunks[ci]
 	switch {
-	case c == nil && o == OutcomeUnknown:
+	case c == nil && o == AnswerUnknown:
 		return
 	case c == nil:
 		c = new(answerChunk)

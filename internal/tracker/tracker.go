@@ -173,9 +173,9 @@ func (t *Tracker) Rescan(ctx context.Context) error {
 	return await(ctx, t.loop, done)
 }
 
-// Idle waits until the tracker has nothing to read: no scan in progress,
+// WaitIdle waits until the tracker has nothing to read: no scan in progress,
 // no request queued or running, no warning waiting for its descriptions.
-func (t *Tracker) Idle(ctx context.Context) error {
+func (t *Tracker) WaitIdle(ctx context.Context) error {
 	for {
 		idle := false
 		if err := t.loop.onLoop(ctx, func() {
@@ -255,11 +255,11 @@ func (l *loop) clock() int64 { return int64(l.now().Sub(l.epoch)) + 1 }
 func (l *loop) flush() {
 	l.sched.markRechecks()
 	now := l.clock()
-	l.out.publish(l.reg.publications, l.reg.identities(), func(pid int) Outcome {
+	l.out.publish(l.reg.publications, l.reg.identities(), func(pid int) Answer {
 		if p := l.reg.get(pid); p != nil {
 			return l.sched.answer(p, now)
 		}
-		return OutcomeGone
+		return AnswerGone
 	})
 	l.out.tell()
 	l.probes.wake()
