@@ -34,6 +34,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/processctx/otelcol-processctx/internal/hostopen"
 	"github.com/processctx/otelcol-processctx/internal/procfs"
 	"github.com/processctx/otelcol-processctx/internal/tracker"
 )
@@ -209,7 +210,7 @@ func open(o options, errOut io.Writer) (*tracker.Tracker, error) {
 	logger := zap.New(withoutField{zapcore.NewCore(
 		zapcore.NewConsoleEncoder(zapcore.EncoderConfig{MessageKey: "msg", LevelKey: "level", EncodeLevel: zapcore.CapitalLevelEncoder}),
 		zapcore.AddSync(errOut), zapcore.WarnLevel), "next_warning_in"})
-	tr, err := tracker.Open(cfg, logger)
+	tr, err := hostopen.Open(cfg, logger)
 	if err != nil {
 		return nil, err
 	}

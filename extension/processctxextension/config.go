@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/collector/confmap"
 
 	"github.com/processctx/otelcol-processctx/internal/configkeys"
+	"github.com/processctx/otelcol-processctx/internal/hostopen"
 	"github.com/processctx/otelcol-processctx/internal/tracker"
 )
 
@@ -38,7 +39,7 @@ func (c *Config) Unmarshal(conf *confmap.Conf) error {
 // not usable, and a root_path without the host's procfs, with the error
 // start would fail with.
 func (c *Config) Validate() error {
-	return errors.Join(configkeys.Unknown(c, c.Unknown), (*tracker.Config)(c).Validate())
+	return errors.Join(configkeys.Unknown(c, c.Unknown), hostopen.Validate(tracker.Config(*c)))
 }
 
 // tracker returns the configuration of the tracker.

@@ -20,7 +20,7 @@ import (
 	"github.com/processctx/otelcol-processctx/internal/trackerstatus"
 )
 
-// openFunc opens a tracker: tracker.Open, or a test's.
+// openFunc opens a tracker: hostopen.Open, or a test's.
 type openFunc func(tracker.Config, *zap.Logger, ...tracker.Option) (*tracker.Tracker, error)
 
 // processContextExtension runs the tracker.

@@ -28,7 +28,7 @@ type Config struct {
 	// contexts), SourceEnvironment (OTEL_SERVICE_NAME and
 	// OTEL_RESOURCE_ATTRIBUTES of processes that publish none), or both.
 	Sources []Source `mapstructure:"sources"`
-	// Discovery says which event sources Open starts: DiscoveryAuto (those
+	// Discovery says which event sources hostopen.Open starts: DiscoveryAuto (those
 	// the privileges and the kernel allow), DiscoveryEvents (all, or fail)
 	// or DiscoveryPoll (none).
 	Discovery Discovery `mapstructure:"discovery"`
@@ -89,7 +89,7 @@ type Config struct {
 	MaxStalled int `mapstructure:"-"`
 	// ReaderName is what the explanations of unreadable processes call the
 	// tracker's process ("ctxdump (uid 1000) lacks CAP_SYS_PTRACE"); empty:
-	// "the collector". Open gives it to the procfs it opens. Not a YAML
+	// "the collector". hostopen.Open gives it to the procfs it opens. Not a YAML
 	// key: commands built on the tracker set it.
 	ReaderName string `mapstructure:"-"`
 	// Unknown holds the keys of the configuration that are none of the
@@ -136,7 +136,7 @@ const (
 	// DiscoveryAuto: the event sources the privileges and the kernel
 	// allow, polling for the rest.
 	DiscoveryAuto Discovery = "auto"
-	// DiscoveryEvents: every event source; Open fails without one.
+	// DiscoveryEvents: every event source; hostopen.Open fails without one.
 	DiscoveryEvents Discovery = "events"
 	// DiscoveryPoll: scans only.
 	DiscoveryPoll Discovery = "poll"
@@ -170,21 +170,9 @@ const (
 	floorWarningInterval   = time.Second
 )
 
-// Validate reports every setting that is not usable, by its key, and a
-// root_path whose proc is not a procfs of the host (with the error Open
-// would fail with): the collector's validate command calls it, and starts
-// nothing. It reads the filesystem of the machine it runs on: validate a
-// container's configuration where its root_path is mounted.
+// Validate reports every setting that is not usable, by its key
+// (hostopen.Validate checks root_path's procfs too).
 func (c *Config) Validate() error {
-	if err := c.validateSettings(); err != nil {
-		return err
-	}
-	_, _, err := openRoot(*c)
-	return err
-}
-
-// validateSettings reports every setting that is not usable, by its key.
-func (c *Config) validateSettings() error {
 	var errs []error
 	positive := func(key string, d, least time.Duration) {
 		if d <= 0 {

@@ -62,13 +62,13 @@
 // Subscribers (the receiver) are told every change; derived data that a
 // consumer needs per publication (the processor's filtered attributes) is
 // computed once per publication by a View. The tracker reads processes
-// through the Host interface (NewHost reads the real procfs; Open adds the
-// event sources), so its logic is tested on fakes (trackertest: a host, a
+// through the Host and EventSource interfaces (internal/hostopen opens the
+// real procfs and the kernel's event sources), so its logic is tested on fakes (trackertest: a host, a
 // clock, an event source, a recorder of changes).
 //
 // # Errors
 //
-// New, Open and Config.Validate return errors describing what is wrong. The
+// New and Config.Validate return errors describing what is wrong. The
 // tracker's reads are classified into Outcomes, never returned as errors;
 // ErrStalled is the error of a read abandoned at its deadline. Health
 // returns what keeps the tracker from its job, for the components' status:

@@ -19,6 +19,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/processctx/otelcol-processctx/internal/hostopen"
 	"github.com/processctx/otelcol-processctx/internal/otep"
 	"github.com/processctx/otelcol-processctx/internal/pubtest"
 	"github.com/processctx/otelcol-processctx/internal/tracker"
@@ -44,7 +45,7 @@ func liveTracker(t *testing.T, discovery tracker.Discovery) (*tracker.Tracker, *
 		cfg.CollectionInterval = 200 * time.Millisecond
 	}
 	core, logs := observer.New(zap.InfoLevel)
-	tr, err := tracker.Open(cfg, zap.New(core))
+	tr, err := hostopen.Open(cfg, zap.New(core))
 	require.NoError(t, err)
 	tr.Start()
 	t.Cleanup(func() { require.NoError(t, tr.Stop(context.Background())) })
@@ -203,7 +204,7 @@ func TestFallbackAsHelper(t *testing.T) {
 	cfg := tracker.DefaultConfig()
 	cfg.CollectionInterval = 200 * time.Millisecond
 	core, logs := observer.New(zap.InfoLevel)
-	tr, err := tracker.Open(cfg, zap.New(core))
+	tr, err := hostopen.Open(cfg, zap.New(core))
 	require.NoError(t, err)
 	tr.Start()
 	defer func() { _ = tr.Stop(context.Background()) }()
@@ -322,7 +323,7 @@ func TestLivePublishersFromAShell(t *testing.T) {
 func TestLiveDefaultsCostTheHostNothing(t *testing.T) {
 	pubtest.RequireRoot(t)
 	core, logs := observer.New(zap.InfoLevel)
-	tr, err := tracker.Open(tracker.DefaultConfig(), zap.New(core))
+	tr, err := hostopen.Open(tracker.DefaultConfig(), zap.New(core))
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, tr.Stop(context.Background())) })
 	info := logs.FilterMessageSnippet("Process discovery").All()

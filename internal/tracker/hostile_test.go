@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/processctx/otelcol-processctx/internal/hostopen"
 	"github.com/processctx/otelcol-processctx/internal/otep"
 	"github.com/processctx/otelcol-processctx/internal/procfs"
 	"github.com/processctx/otelcol-processctx/internal/pubtest"
@@ -133,7 +134,7 @@ func TestStopWhileAReadIsStuck(t *testing.T) {
 	cfg.ReadTimeout = 200 * time.Millisecond
 	fs, err := procfs.NewFS("/")
 	require.NoError(t, err)
-	host, err := tracker.NewHost(fs, otep.DefaultLimits())
+	host, err := hostopen.NewHost(fs, otep.DefaultLimits())
 	require.NoError(t, err)
 	tr, err := tracker.New(host, cfg, zap.NewNop())
 	require.NoError(t, err)

@@ -21,6 +21,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/processctx/otelcol-processctx/internal/hostopen"
 	"github.com/processctx/otelcol-processctx/internal/otep"
 	"github.com/processctx/otelcol-processctx/internal/procfs"
 	"github.com/processctx/otelcol-processctx/internal/pubtest"
@@ -49,7 +50,7 @@ func newOwnHost(t *testing.T, fs *procfs.FS, pids ...int) *ownHost {
 		fs, err = procfs.NewFS("/")
 		require.NoError(t, err)
 	}
-	host, err := tracker.NewHost(fs, otep.DefaultLimits())
+	host, err := hostopen.NewHost(fs, otep.DefaultLimits())
 	require.NoError(t, err)
 	h := &ownHost{Host: host, pids: map[int]bool{}}
 	h.add(pids...)
@@ -93,7 +94,7 @@ func restrictedTracker(t *testing.T, cfg tracker.Config, pids ...int) (*tracker.
 	tr.Start()
 	t.Cleanup(func() { require.NoError(t, tr.Stop(context.Background())) })
 	<-tr.Ready()
-	return tr, tracker.ReaderOf(own.Host), clock
+	return tr, hostopen.ReaderOf(own.Host), clock
 }
 
 func rescan(t *testing.T, tr *tracker.Tracker) {

@@ -12,7 +12,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/processctx/otelcol-processctx/internal/procfs"
-	"github.com/processctx/otelcol-processctx/internal/reader"
 )
 
 // Tracker tracks the processes of one host. See the package documentation.
@@ -37,7 +36,7 @@ func WithScanStats(fn func(ScanStats)) Option {
 	return func(t *Tracker) { t.loop.out.callOnScan(fn) }
 }
 
-// WithHostIdentity says which host the tracker reads (Open reads it from
+// WithHostIdentity says which host the tracker reads (hostopen.Open reads it from
 // the root path).
 func WithHostIdentity(h procfs.HostIdentity) Option {
 	return func(t *Tracker) { t.hostID = h }
@@ -50,15 +49,9 @@ func (t *Tracker) HostIdentity() procfs.HostIdentity { return t.hostID }
 // New returns a tracker that reads host. Start starts it; Stop releases
 // its event sources, started or not.
 func New(host Host, cfg Config, logger *zap.Logger, opts ...Option) (*Tracker, error) {
-	if err := cfg.validateSettings(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("tracker: %w", err)
 	}
-	return build(host, cfg, logger, opts...), nil
-}
-
-// build is New with cfg validated (Open validates it before it opens
-// anything).
-func build(host Host, cfg Config, logger *zap.Logger, opts ...Option) *Tracker {
 	l := &loop{
 		cfg:     cfg,
 		host:    host,
@@ -82,7 +75,7 @@ func build(host Host, cfg Config, logger *zap.Logger, opts ...Option) *Tracker {
 	l.pool = newPool(host, cfg, l.now)
 	l.events.add() // the channels, for the sources the options added
 	l.sched = scheduler{cfg: &l.cfg, clock: l.clock, reg: &l.reg, pool: l.pool, out: &l.out, events: &l.events, scans: &l.scans}
-	return t
+	return t, nil
 }
 
 // StuckReads returns how many reads were abandoned at their deadline and
@@ -91,15 +84,6 @@ func (t *Tracker) StuckReads() int { return t.loop.pool.stuck() }
 
 // Host returns the host the tracker reads.
 func (t *Tracker) Host() Host { return t.loop.host }
-
-// ReaderOf returns the procfs reader of a Host made by NewHost, for
-// callers that report its counters; nil for other hosts.
-func ReaderOf(h Host) *reader.Reader {
-	if ph, ok := h.(*procHost); ok {
-		return ph.reader
-	}
-	return nil
-}
 
 // Start starts the readers, the event sources and the loop; the first
 // scan begins after Config.InitialDelay (at once by default).
@@ -116,9 +100,9 @@ func (t *Tracker) Start() {
 // Stop stops the tracker and closes its event sources. It returns once the
 // loop has stopped, or with ctx's error; readers blocked in a read are left
 // behind and exit when the read returns. A tracker never started is
-// stopped too: Stop closes the event sources it was given (Open's netlink
+// stopped too: Stop closes the event sources it was given (hostopen.Open's netlink
 // socket and eBPF programs), and Start does nothing after it. Stop is the
-// one way to release them: whoever gets a tracker from Open or New calls
+// one way to release them: whoever gets a tracker from hostopen.Open or New calls
 // Stop, whether Start was called or not.
 func (t *Tracker) Stop(ctx context.Context) error {
 	t.loop.stopOnce.Do(func() { close(t.loop.stop) })
