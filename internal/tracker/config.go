@@ -14,87 +14,84 @@ import (
 	"github.com/processctx/otelcol-processctx/internal/pubevents"
 )
 
-// Config is a tracker's configuration. Its keys are the process_context
-// extension's, and the tracker's code uses the same names: one vocabulary
-// from the YAML to the loop.
+// Config is a tracker's configuration. The settings before Readers are
+// the process_context extension's keys (sharedtracker.Settings), by the
+// same names: one vocabulary from the YAML to the loop.
 type Config struct {
 	// RootPath is where the host's filesystem is mounted: "/" on the host,
 	// e.g. "/hostfs" in a container with the host's procfs at /hostfs/proc.
-	RootPath string `mapstructure:"root_path"`
+	RootPath string
 	// MaxPayloadSize caps the payload a publisher may declare, and each of
 	// the two SDK variables kept from an environment.
-	MaxPayloadSize uint32 `mapstructure:"max_payload_size"`
+	MaxPayloadSize uint32
 	// Sources says where identities come from: SourceContext (published
 	// contexts), SourceEnvironment (OTEL_SERVICE_NAME and
 	// OTEL_RESOURCE_ATTRIBUTES of processes that publish none), or both.
-	Sources []Source `mapstructure:"sources"`
+	Sources []Source
 	// Discovery says which event sources hostopen.Open starts: DiscoveryAuto (those
 	// the privileges and the kernel allow), DiscoveryEvents (all, or fail)
 	// or DiscoveryPoll (none).
-	Discovery Discovery `mapstructure:"discovery"`
+	Discovery Discovery
 	// PublicationEvents chooses the eBPF source of publication events by
 	// what it costs the host's other processes: "auto" (fexit where the
 	// kernel allows it, else none), "fexit", "syscall_tracepoints" and
 	// "raw_sys_exit" (each slows every syscall of the host: never chosen
 	// by auto) or "none". Not used with discovery: poll.
-	PublicationEvents string `mapstructure:"publication_events"`
+	PublicationEvents string
 	// CollectionInterval is the time between scans of the host.
-	CollectionInterval time.Duration `mapstructure:"collection_interval"`
+	CollectionInterval time.Duration
 	// InitialDelay is the wait before the first scan.
-	InitialDelay time.Duration `mapstructure:"initial_delay"`
+	InitialDelay time.Duration
 	// Timeout, when positive, bounds a scan: reads still out then are
 	// applied when they come back, outside the scan.
-	Timeout time.Duration `mapstructure:"timeout"`
+	Timeout time.Duration
 	// RescanInterval is how long a process without a context waits before
 	// its maps are read again (SDKs often publish seconds after start).
-	RescanInterval time.Duration `mapstructure:"rescan_interval"`
+	RescanInterval time.Duration
 	// RescanMaxInterval caps the wait between re-reads, which doubles after
 	// rescanFastChecks re-reads that found nothing.
-	RescanMaxInterval time.Duration `mapstructure:"rescan_max_interval"`
+	RescanMaxInterval time.Duration
 	// RescanBudget caps the maps files re-read for late publishers in one
 	// scan; the longest-waiting processes go first.
-	RescanBudget int `mapstructure:"rescan_budget"`
+	RescanBudget int
 	// ReadTimeout is the deadline of the reads of one process (maps file,
 	// header and payload, identity files): a process whose reads do not
 	// return in time is quarantined.
-	ReadTimeout time.Duration `mapstructure:"read_timeout"`
+	ReadTimeout time.Duration
 	// ReconcileInterval is how often, while process and publication events
 	// both come, a scan reads every publisher's timestamp and a process
 	// without a context has its maps read again: a slow repair of what
 	// events could have missed.
-	ReconcileInterval time.Duration `mapstructure:"reconcile_interval"`
+	ReconcileInterval time.Duration
 	// GracePeriod is how long an ended publication (the process exited,
 	// unpublished or published something unreadable) stays in snapshots,
 	// so that late telemetry is still enriched.
-	GracePeriod time.Duration `mapstructure:"grace_period"`
+	GracePeriod time.Duration
 	// RecheckInterval is how long a process read without a context is
 	// known to have none while no publication events come: then telemetry
 	// naming it has it read again (Probe), at most this often. It is also
 	// how often ScanSoon may start a scan.
-	RecheckInterval time.Duration `mapstructure:"recheck_interval"`
+	RecheckInterval time.Duration
 	// WarningInterval paces the warnings about processes that cannot be
 	// read (permission, stalled reads): at most one of each per interval.
-	WarningInterval time.Duration `mapstructure:"warning_interval"`
+	WarningInterval time.Duration
 
 	// Readers is the number of goroutines reading processes.
-	Readers int `mapstructure:"-"`
+	Readers int
 	// QuarantineBackoff is the first wait before a quarantined process is
 	// read again; it doubles with every stalled read, up to
 	// quarantineGrowth times as long.
-	QuarantineBackoff time.Duration `mapstructure:"-"`
+	QuarantineBackoff time.Duration
 	// MaxStalled bounds the reader goroutines left blocked by processes
 	// that never answer. Once reached, no reader is replaced, and every
 	// memory read goes through /proc/<pid>/mem, which fails at once where
 	// process_vm_readv waits.
-	MaxStalled int `mapstructure:"-"`
+	MaxStalled int
 	// ReaderName is what the explanations of unreadable processes call the
 	// tracker's process ("ctxdump (uid 1000) lacks CAP_SYS_PTRACE"); empty:
 	// "the collector". hostopen.Open gives it to the procfs it opens. Not a YAML
 	// key: commands built on the tracker set it.
-	ReaderName string `mapstructure:"-"`
-	// Unknown holds the keys of the configuration that are none of the
-	// above (typos): the process_context extension's Validate names them.
-	Unknown map[string]any `mapstructure:",remain"`
+	ReaderName string
 }
 
 // DefaultConfig returns the defaults of every setting.

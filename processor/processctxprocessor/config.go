@@ -16,6 +16,7 @@ import (
 	"github.com/processctx/otelcol-processctx/internal/attrpolicy"
 	"github.com/processctx/otelcol-processctx/internal/configkeys"
 	"github.com/processctx/otelcol-processctx/internal/entitymodel"
+	"github.com/processctx/otelcol-processctx/internal/sharedtracker"
 	"github.com/processctx/otelcol-processctx/internal/tracker"
 )
 
@@ -91,7 +92,7 @@ func createDefaultConfig() *Config {
 
 // Validate implements confmap.Validator: it reports every problem, by key.
 func (c *Config) Validate() error {
-	errs := []error{configkeys.Unknown(c, c.Unknown, configkeys.Elsewhere{Name: "the process_context extension", Config: tracker.Config{}})}
+	errs := []error{configkeys.Unknown(c, c.Unknown, configkeys.Elsewhere{Name: "the process_context extension", Config: sharedtracker.Settings{}})}
 	switch {
 	case len(c.PIDAttributes) == 0:
 		errs = append(errs, errors.New("pid_attributes must list at least one attribute key"))

@@ -15,6 +15,7 @@ import (
 
 	"github.com/processctx/otelcol-processctx/internal/configkeys"
 	"github.com/processctx/otelcol-processctx/internal/entitymodel"
+	"github.com/processctx/otelcol-processctx/internal/sharedtracker"
 	"github.com/processctx/otelcol-processctx/internal/tracker"
 )
 
@@ -124,7 +125,7 @@ func (c *Config) Unmarshal(conf *confmap.Conf) error { return configkeys.Decode(
 func (c *Config) Validate() error {
 	// confmap validates RetryOnFailure (non-negative values); the floors of
 	// its durations are ours.
-	errs := []error{configkeys.Unknown(c, c.Unknown, configkeys.Elsewhere{Name: "the process_context extension", Config: tracker.Config{}})}
+	errs := []error{configkeys.Unknown(c, c.Unknown, configkeys.Elsewhere{Name: "the process_context extension", Config: sharedtracker.Settings{}})}
 	if c.ReportInterval <= 0 {
 		errs = append(errs, fmt.Errorf("report_interval must be positive, got %s", c.ReportInterval))
 	}
