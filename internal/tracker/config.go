@@ -10,6 +10,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/processctx/otelcol-processctx/internal/configkeys"
 	"github.com/processctx/otelcol-processctx/internal/otep"
 	"github.com/processctx/otelcol-processctx/internal/pubevents"
 )
@@ -175,13 +176,13 @@ func (c *Config) Validate() error {
 		if d <= 0 {
 			errs = append(errs, fmt.Errorf("%s must be positive, got %s", key, d))
 		}
-		errs = append(errs, BelowFloor(key, d, least, 0))
+		errs = append(errs, configkeys.BelowFloor(key, d, least, 0))
 	}
 	notNegative := func(key string, d, least time.Duration) {
 		if d < 0 {
 			errs = append(errs, fmt.Errorf("%s must not be negative, got %s", key, d))
 		}
-		errs = append(errs, BelowFloor(key, d, least, 0))
+		errs = append(errs, configkeys.BelowFloor(key, d, least, 0))
 	}
 	if c.RootPath == "" || !filepath.IsAbs(c.RootPath) {
 		errs = append(errs, fmt.Errorf("root_path must be an absolute path, got %q", c.RootPath))
@@ -215,7 +216,7 @@ func (c *Config) Validate() error {
 	if c.RescanMaxInterval < c.RescanInterval {
 		errs = append(errs, fmt.Errorf("rescan_max_interval (%s) must not be less than rescan_interval (%s)", c.RescanMaxInterval, c.RescanInterval))
 	}
-	errs = append(errs, BelowFloor("rescan_max_interval", c.RescanMaxInterval, floorRescanInterval, 0))
+	errs = append(errs, configkeys.BelowFloor("rescan_max_interval", c.RescanMaxInterval, floorRescanInterval, 0))
 	if c.RescanBudget <= 0 {
 		errs = append(errs, fmt.Errorf("rescan_budget must be positive, got %d", c.RescanBudget))
 	}
@@ -232,30 +233,6 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("max stalled readers must be positive, got %d", c.MaxStalled))
 	}
 	return errors.Join(errs...)
-}
-
-// BelowFloor refuses a positive duration d of the setting key below least,
-// and says what a number without a unit means: a value below a
-// millisecond is one, most likely, and the same number of seconds (or
-// milliseconds) what was meant when that is at least least and at most
-// most (0: no bound). Zero and negative values are left to the checks of
-// each key. The components' configurations share it.
-func BelowFloor(key string, d, least, most time.Duration) error {
-	if d <= 0 || d >= least {
-		return nil
-	}
-	hint := ""
-	if d < time.Millisecond {
-		hint = "; a duration without a unit is in nanoseconds"
-		usable := func(v time.Duration) bool { return v >= least && (most == 0 || v <= most) }
-		switch {
-		case usable(d * time.Second):
-			hint += fmt.Sprintf(": write %ds", int64(d))
-		case usable(d * time.Millisecond):
-			hint += fmt.Sprintf(": write %dms", int64(d))
-		}
-	}
-	return fmt.Errorf("%s: %s is below the floor of %s%s", key, d, least, hint)
 }
 
 // uses reports whether identities come from s.

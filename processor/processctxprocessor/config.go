@@ -17,7 +17,6 @@ import (
 	"github.com/processctx/otelcol-processctx/internal/configkeys"
 	"github.com/processctx/otelcol-processctx/internal/entitymodel"
 	"github.com/processctx/otelcol-processctx/internal/sharedtracker"
-	"github.com/processctx/otelcol-processctx/internal/tracker"
 )
 
 // Defaults and bounds of the configuration (README.md explains each).
@@ -104,7 +103,7 @@ func (c *Config) Validate() error {
 	case d <= 0 || d > maxLookupTimeout:
 		errs = append(errs, fmt.Errorf("lookup_timeout must be positive and at most %s, got %s", maxLookupTimeout, d))
 	default:
-		errs = append(errs, tracker.BelowFloor("lookup_timeout", d, floorLookupTimeout, maxLookupTimeout))
+		errs = append(errs, configkeys.BelowFloor("lookup_timeout", d, floorLookupTimeout, maxLookupTimeout))
 	}
 	if c.UnqualifiedPids != UnqualifiedVerify && c.UnqualifiedPids != UnqualifiedHost {
 		errs = append(errs, fmt.Errorf("unqualified_pids must be %q or %q, got %q", UnqualifiedVerify, UnqualifiedHost, c.UnqualifiedPids))
