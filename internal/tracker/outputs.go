@@ -8,6 +8,8 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+
+	"github.com/processctx/otelcol-processctx/internal/pidtable"
 )
 
 // outputs is what the tracker tells: the snapshot lookups read (published
@@ -140,12 +142,12 @@ func (o *outputs) publish(live iter.Seq2[int, *Publication], n int, answer func(
 			}
 		}
 	}
-	w := answerWriter{next: cur.answers}
+	w := pidtable.NewNibbleWriter(cur.answers)
 	for _, pid := range o.touched {
-		w.set(pid, answer(pid))
+		w.Set(pid, uint8(answer(pid)))
 	}
 	o.touched = o.touched[:0]
-	s.answers = w.next
+	s.answers = w.Table()
 	o.snap.Store(s)
 }
 
