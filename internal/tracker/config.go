@@ -29,9 +29,9 @@ type Config struct {
 	// contexts), SourceEnvironment (OTEL_SERVICE_NAME and
 	// OTEL_RESOURCE_ATTRIBUTES of processes that publish none), or both.
 	Sources []Source
-	// Discovery says which event sources hostopen.Open starts: DiscoveryAuto (those
-	// the privileges and the kernel allow), DiscoveryEvents (all, or fail)
-	// or DiscoveryPoll (none).
+	// Discovery says which event sources hostopen.Open starts:
+	// DiscoveryAuto (those the privileges and the kernel allow),
+	// DiscoveryEvents (all, or fail) or DiscoveryPoll (none).
 	Discovery Discovery
 	// PublicationEvents chooses the eBPF source of publication events by
 	// what it costs the host's other processes: "auto" (fexit where the
@@ -90,8 +90,8 @@ type Config struct {
 	MaxStalled int
 	// ReaderName is what the explanations of unreadable processes call the
 	// tracker's process ("ctxdump (uid 1000) lacks CAP_SYS_PTRACE"); empty:
-	// "the collector". hostopen.Open gives it to the procfs it opens. Not a YAML
-	// key: commands built on the tracker set it.
+	// "the collector". hostopen.Open gives it to the procfs it opens. Not
+	// a key: commands built on the tracker set it.
 	ReaderName string
 }
 
