@@ -17,81 +17,62 @@ import (
 
 // Config is a tracker's configuration. The settings before Readers are
 // the process_context extension's keys (sharedtracker.Settings), by the
-// same names: one vocabulary from the YAML to the loop.
+// same names: one vocabulary from the YAML to the loop; what each means to
+// a user is docs/configuration.md's.
 type Config struct {
-	// RootPath is where the host's filesystem is mounted: "/" on the host,
-	// e.g. "/hostfs" in a container with the host's procfs at /hostfs/proc.
+	// RootPath is where the host's filesystem is mounted ("/hostfs" in a
+	// container with the host's procfs at /hostfs/proc).
 	RootPath string
 	// MaxPayloadSize caps the payload a publisher may declare, and each of
 	// the two SDK variables kept from an environment.
 	MaxPayloadSize uint32
-	// Sources says where identities come from: SourceContext (published
-	// contexts), SourceEnvironment (OTEL_SERVICE_NAME and
-	// OTEL_RESOURCE_ATTRIBUTES of processes that publish none), or both.
-	Sources []Source
-	// Discovery says which event sources hostopen.Open starts:
-	// DiscoveryAuto (those the privileges and the kernel allow),
-	// DiscoveryEvents (all, or fail) or DiscoveryPoll (none).
-	Discovery Discovery
-	// PublicationEvents chooses the eBPF source of publication events by
-	// what it costs the host's other processes: "auto" (fexit where the
-	// kernel allows it, else none), "fexit", "syscall_tracepoints" and
-	// "raw_sys_exit" (each slows every syscall of the host: never chosen
-	// by auto) or "none". Not used with discovery: poll.
-	PublicationEvents string
-	// CollectionInterval is the time between scans of the host.
-	CollectionInterval time.Duration
-	// InitialDelay is the wait before the first scan.
-	InitialDelay time.Duration
+	Sources        []Source  // where identities come from
+	Discovery      Discovery // which event sources hostopen.Open starts
+	// PublicationEvents names the eBPF source of publication events (a
+	// pubevents mechanism, AutoPublicationEvents or NoPublicationEvents).
+	PublicationEvents  string
+	CollectionInterval time.Duration // between scans of the host
+	InitialDelay       time.Duration // before the first scan
 	// Timeout, when positive, bounds a scan: reads still out then are
 	// applied when they come back, outside the scan.
 	Timeout time.Duration
-	// RescanInterval is how long a process without a context waits before
-	// its maps are read again (SDKs often publish seconds after start).
-	RescanInterval time.Duration
-	// RescanMaxInterval caps the wait between re-reads, which doubles after
-	// rescanFastChecks re-reads that found nothing.
+	// RescanInterval is the wait before a process without a context has
+	// its maps read again; it doubles after rescanFastChecks re-reads that
+	// found nothing, up to RescanMaxInterval. RescanBudget caps those
+	// re-reads per scan, the longest-waiting first.
+	RescanInterval    time.Duration
 	RescanMaxInterval time.Duration
-	// RescanBudget caps the maps files re-read for late publishers in one
-	// scan; the longest-waiting processes go first.
-	RescanBudget int
-	// ReadTimeout is the deadline of the reads of one process (maps file,
-	// header and payload, identity files): a process whose reads do not
-	// return in time is quarantined.
+	RescanBudget      int
+	// ReadTimeout is the deadline of the reads of one process: one whose
+	// reads do not return in time is quarantined.
 	ReadTimeout time.Duration
 	// ReconcileInterval is how often, while process and publication events
-	// both come, a scan reads every publisher's timestamp and a process
-	// without a context has its maps read again: a slow repair of what
-	// events could have missed.
+	// both come, a scan reads every publisher's timestamp and rescans the
+	// processes without a context: a repair of what events could miss.
 	ReconcileInterval time.Duration
-	// GracePeriod is how long an ended publication (the process exited,
-	// unpublished or published something unreadable) stays in snapshots,
-	// so that late telemetry is still enriched.
+	// GracePeriod is how long an ended publication stays in snapshots.
 	GracePeriod time.Duration
-	// RecheckInterval is how long a process read without a context is
-	// known to have none while no publication events come: then telemetry
-	// naming it has it read again (Probe), at most this often. It is also
-	// how often ScanSoon may start a scan.
+	// RecheckInterval is how long, while no publication events come, a
+	// process read without a context is known to have none (then a probe
+	// reads it again); also how often ScanSoon may start a scan.
 	RecheckInterval time.Duration
 	// WarningInterval paces the warnings about processes that cannot be
-	// read (permission, stalled reads): at most one of each per interval.
+	// read: at most one of each kind per interval.
 	WarningInterval time.Duration
 
-	// Readers is the number of goroutines reading processes.
-	Readers int
+	Readers int // goroutines reading processes
 	// QuarantineBackoff is the first wait before a quarantined process is
-	// read again; it doubles with every stalled read, up to
-	// quarantineGrowth times as long.
+	// read again, doubling with every stalled read up to quarantineGrowth
+	// times as long.
 	QuarantineBackoff time.Duration
-	// MaxStalled bounds the reader goroutines left blocked by processes
-	// that never answer. Once reached, no reader is replaced, and every
-	// memory read goes through /proc/<pid>/mem, which fails at once where
+	// MaxStalled bounds the readers left blocked by processes that never
+	// answer; once reached, none is replaced and all memory is read
+	// through /proc/<pid>/mem, which fails at once where
 	// process_vm_readv waits.
 	MaxStalled int
 	// ReaderName is what the explanations of unreadable processes call the
 	// tracker's process ("ctxdump (uid 1000) lacks CAP_SYS_PTRACE"); empty:
-	// "the collector". hostopen.Open gives it to the procfs it opens. Not
-	// a key: commands built on the tracker set it.
+	// "the collector". Commands built on the tracker set it.
 	ReaderName string
 }
 
@@ -140,32 +121,21 @@ const (
 	DiscoveryPoll Discovery = "poll"
 )
 
-// Floors of the duration keys: a shorter interval is refused by Validate,
-// which says that a number without a unit is nanoseconds (YAML's
-// "collection_interval: 5" is 5ns, and once made the tracker scan
-// without pause). Keys where 0 means "off" (initial_delay, timeout,
-// grace_period) still take 0.
+// Floors of the duration keys, and why each: docs/configuration.md's
+// table. Validate refuses a shorter one and says that a number without a
+// unit is nanoseconds (YAML's "collection_interval: 5" is 5ns, and once
+// made the tracker scan without pause); keys where 0 means "off" still
+// take 0.
 const (
-	// floorCollectionInterval: a listing of the host more often than ten
-	// times a second is a core spent on nothing.
 	floorCollectionInterval = 100 * time.Millisecond
-	// floorInitialDelay: any delay is harmless; below 1ms it is a number
-	// without a unit.
-	floorInitialDelay = time.Millisecond
-	// floorTimeout and floorReadTimeout: a deadline shorter than the
-	// reads of one process fails them all (the tracker's tests use 20ms
-	// and 40ms).
-	floorTimeout     = 10 * time.Millisecond
-	floorReadTimeout = 10 * time.Millisecond
-	// floorRescanInterval and floorRecheckInterval (rescan_max_interval
-	// too): maps files read again, at most ten times a second.
-	floorRescanInterval  = 100 * time.Millisecond
-	floorRecheckInterval = 100 * time.Millisecond
-	// floorReconcileInterval, floorGracePeriod and floorWarningInterval:
-	// a repair, a retention and a pace measured in seconds.
-	floorReconcileInterval = time.Second
-	floorGracePeriod       = time.Second
-	floorWarningInterval   = time.Second
+	floorInitialDelay       = time.Millisecond
+	floorTimeout            = 10 * time.Millisecond // shorter than the reads of one process
+	floorReadTimeout        = 10 * time.Millisecond
+	floorRescanInterval     = 100 * time.Millisecond // rescan_max_interval's too
+	floorRecheckInterval    = 100 * time.Millisecond
+	floorReconcileInterval  = time.Second
+	floorGracePeriod        = time.Second
+	floorWarningInterval    = time.Second
 )
 
 // Validate reports every setting that is not usable, by its key

@@ -36,8 +36,8 @@ func WithScanStats(fn func(ScanStats)) Option {
 	return func(t *Tracker) { t.loop.out.callOnScan(fn) }
 }
 
-// WithHostIdentity says which host the tracker reads (hostopen.Open reads it from
-// the root path).
+// WithHostIdentity says which host the tracker reads (hostopen.Open reads
+// it from the root path).
 func WithHostIdentity(h procfs.HostIdentity) Option {
 	return func(t *Tracker) { t.hostID = h }
 }
@@ -97,13 +97,11 @@ func (t *Tracker) Start() {
 	go t.loop.run()
 }
 
-// Stop stops the tracker and closes its event sources. It returns once the
-// loop has stopped, or with ctx's error; readers blocked in a read are left
-// behind and exit when the read returns. A tracker never started is
-// stopped too: Stop closes the event sources it was given (hostopen.Open's netlink
-// socket and eBPF programs), and Start does nothing after it. Stop is the
-// one way to release them: whoever gets a tracker from hostopen.Open or New calls
-// Stop, whether Start was called or not.
+// Stop stops the tracker and closes its event sources (hostopen.Open's
+// netlink socket and eBPF programs), started or not: whoever gets a
+// tracker calls Stop, and Start does nothing after it. It returns once
+// the loop has stopped, or with ctx's error; readers blocked in a read
+// exit when the read returns.
 func (t *Tracker) Stop(ctx context.Context) error {
 	t.loop.stopOnce.Do(func() { close(t.loop.stop) })
 	if t.loop.started.CompareAndSwap(false, true) {
