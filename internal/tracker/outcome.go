@@ -16,32 +16,20 @@ var ErrStalled = errors.New("read did not return in time")
 // Outcome classifies what a read of a process found.
 type Outcome uint8
 
+// OutcomeStalled: the read did not return before its deadline, or the
+// process is quarantined after such a read. NumOutcomes is the length of
+// arrays indexed by Outcome.
 const (
-	// OutcomeOK: a context was read (0 is no outcome: AnswerUnknown).
-	OutcomeOK Outcome = iota + 1
-	// OutcomeUnchanged: the context had not changed (one timestamp read).
-	OutcomeUnchanged
-	// OutcomeNoContext: the process publishes no context.
-	OutcomeNoContext
-	// OutcomePermissionDenied: the reader lacks access to the process.
-	OutcomePermissionDenied
-	// OutcomeInvalid: the process publishes something that is not a valid
-	// context.
-	OutcomeInvalid
-	// OutcomeTooLarge: the context exceeds a limit.
-	OutcomeTooLarge
-	// OutcomeTorn: the context was being updated on every try.
-	OutcomeTorn
-	// OutcomeGone: the process exited while it was read.
-	OutcomeGone
-	// OutcomeStalled: the read did not return before its deadline, or the
-	// process is quarantined after such a read.
+	OutcomeOK               Outcome = iota + 1 // a context was read (0 is no outcome: AnswerUnknown)
+	OutcomeUnchanged                           // the context had not changed (one timestamp read)
+	OutcomeNoContext                           // the process publishes no context
+	OutcomePermissionDenied                    // the reader lacks access to the process
+	OutcomeInvalid                             // it publishes something that is not a valid context
+	OutcomeTooLarge                            // the context exceeds a limit
+	OutcomeTorn                                // the context was being updated on every try
+	OutcomeGone                                // the process exited while it was read
 	OutcomeStalled
-	// OutcomeError: any other failure (a procfs file that did not parse).
-	OutcomeError
-
-	// NumOutcomes is the number of outcomes: arrays indexed by Outcome
-	// have this length.
+	OutcomeError // any other failure (a procfs file that did not parse)
 	NumOutcomes
 )
 

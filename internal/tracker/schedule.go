@@ -32,26 +32,18 @@ type scheduler struct {
 }
 
 // hostState is what the scheduler knows of the reads of the host as a
-// whole; the clocks are the loop's.
+// whole: the loop's clocks of the last listing, of the last scan that
+// read every publisher, of the last drop of publication events (processes
+// looked at before are due), of the last scans started for dropped events
+// and by ScanSoon, of each kind's last warning and the one before, of the
+// last read of the collector's privileges; and whether the next scan
+// lists the host (relist) and reads every publisher (reconcile).
 type hostState struct {
-	// listedAt is the clock of the last listing of the host; relist makes
-	// the next scan list it.
-	listedAt int64
-	relist   bool
-	// reconciledAt is the clock of the last scan that read every
-	// publisher; reconcile makes the next one do so (events were dropped).
-	reconciledAt int64
-	reconcile    bool
-	// pubLostAt is the clock when publication events were last dropped:
-	// processes looked at before then are due for a read.
-	pubLostAt int64
-	// lostScanAt and soonScanAt are the clocks of the last scans started
-	// for dropped events and by ScanSoon; warnedAt of the last warning of
-	// each kind, warnedBefore of the one before; accessAt of the last read
-	// of the collector's privileges.
-	lostScanAt, soonScanAt int64
-	warnedAt, warnedBefore [numWarnings]int64
-	accessAt               int64
+	listedAt, reconciledAt, pubLostAt int64
+	relist, reconcile                 bool
+	lostScanAt, soonScanAt            int64
+	warnedAt, warnedBefore            [numWarnings]int64
+	accessAt                          int64
 }
 
 // schedule is the scheduler's record of one process's reads.
@@ -86,13 +78,12 @@ type stall struct {
 // not returned yet.
 type stuckRead uint8
 
+// Stuck in process_vm_readv (or another file), the mem file, which fails
+// at once on userfaultfd pages, may still be read; stuck even through it,
+// the process is not read again until that read returns.
 const (
 	notStuck stuckRead = iota
-	// stuckVMReadv: stuck in process_vm_readv (or another file): the mem
-	// file, which fails at once on userfaultfd pages, may still be read.
 	stuckVMReadv
-	// stuckMemFile: stuck even through the mem file: not read again until
-	// that read returns.
 	stuckMemFile
 )
 
