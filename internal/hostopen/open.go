@@ -24,22 +24,20 @@ import (
 )
 
 // Open returns a tracker (not started) of the host whose filesystem is
-// mounted at tracker.Config.RootPath ("/" on the host, e.g. "/hostfs" in a
-// container that mounts the host's procfs at /hostfs/proc), with the event
-// sources that tracker.Config.Discovery asks for and the privileges allow; it logs
-// which, and what to change for the rest.
+// mounted at cfg.RootPath ("/" on the host, e.g. "/hostfs" in a container
+// that mounts the host's procfs at /hostfs/proc), with the event sources
+// that cfg.Discovery asks for and the privileges allow; it logs which, and
+// what to change for the rest.
 //
 // It fails when <root_path>/proc is not a procfs, or when root_path is not
 // "/" and its procfs belongs to a container's pid namespace (pids would
 // name the wrong processes). With root_path "/" in a container's pid
 // namespace it only warns: the collector then sees that container's
 // processes, which may be what the user wants (and polls: the kernel's
-// events name the host's pids). With tracker.DiscoveryEvents it fails when an
-// event source cannot be opened.
-//
-// The tracker holds its event sources (a netlink socket, eBPF programs)
-// from then on: the caller calls Stop, whether it started the tracker or
-// not, to release them.
+// events name the host's pids). With tracker.DiscoveryEvents it fails
+// when an event source cannot be opened. The tracker holds its event
+// sources (a netlink socket, eBPF programs) from then on: the caller
+// calls Stop, whether it started the tracker or not, to release them.
 func Open(cfg tracker.Config, logger *zap.Logger, opts ...tracker.Option) (*tracker.Tracker, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("tracker: %w", err)

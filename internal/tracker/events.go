@@ -77,9 +77,7 @@ type PublicationFilter interface {
 // act on their events; what they deliver need not be polled for (see the
 // package documentation).
 func WithEventSources(sources ...EventSource) Option {
-	return func(t *Tracker) {
-		t.loop.events.add(sources...)
-	}
+	return func(t *Tracker) { t.loop.events.add(sources...) }
 }
 
 // EventStats counts the events a tracker received.
@@ -91,9 +89,7 @@ type EventStats struct {
 }
 
 // Events returns the tracker's event counts.
-func (t *Tracker) Events() EventStats {
-	return t.loop.events.stats()
-}
+func (t *Tracker) Events() EventStats { return t.loop.events.stats() }
 
 // LiveSources says which classes of events the tracker gets from running
 // sources; the rest is polled for.

@@ -29,13 +29,10 @@ type outputs struct {
 	// the order its grace period ends.
 	ended      map[int]endedPub
 	endedQueue []endedPub
-	// dirty: publications changed since the last snapshot; touched lists
-	// the pids whose lookup answer may have; changes and stats (the last
-	// scan's summary) are the subscribers' next.
-	dirty   bool
-	touched []int
-	changes []Change
-	stats   *ScanStats
+	dirty      bool       // publications changed since the last snapshot
+	touched    []int      // the pids whose lookup answer may have changed
+	changes    []Change   // the subscribers' next
+	stats      *ScanStats // the last scan's summary, the subscribers' next
 }
 
 // endedPub is a publication that ended, kept until the clock until.

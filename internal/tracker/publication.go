@@ -28,10 +28,8 @@ type Publication struct {
 	views []any
 
 	Key
-	// Identity is what the host knows of the process, read with the context.
-	Identity procfs.Identity
-	// Source says where the identity comes from.
-	Source Source
+	Identity procfs.Identity // what the host knows of the process, read with the context
+	Source   Source          // where the identity comes from
 	// Context is the published context; from the environment, Resource
 	// holds what OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES say, and
 	// PublishedAt is 0.

@@ -59,8 +59,7 @@ type pendingReport struct {
 	left              int
 }
 
-// warning is a kind of warning.
-type warning uint8
+type warning uint8 // a kind of warning
 
 const (
 	deniedWarning warning = iota
@@ -73,8 +72,7 @@ type described struct {
 	exe, why string
 }
 
-// describedList is the processes a warning names.
-type describedList []described
+type describedList []described // the processes a warning names
 
 // tally is the processes of one warning's kind a scan met: how many and
 // the maxReported lowest pids.
@@ -114,10 +112,7 @@ func (k *tally) take(given bool, j *job, why bool) (list describedList, n int) {
 func (k *tally) reset() { k.n, k.pids = 0, k.pids[:0] }
 
 // DeniedProcesses returns how many processes the tracker cannot read for
-// lack of permission, as its permission warning counts them: those the
-// last listing of the host found denied, less those no privilege or
-// setting would let it read (said once, at info, and left out from then
-// on).
+// lack of permission, as its permission warning counts them (reports).
 func (t *Tracker) DeniedProcesses() int { return t.loop.reports.deniedCount() }
 
 func (r *reports) deniedCount() int { return int(r.deniedNow.Load()) }

@@ -18,15 +18,11 @@ import (
 // which classes running sources deliver (live). The loop receives from
 // queue, wake and done; other goroutines read its counts.
 type events struct {
-	sources []EventSource
-	filter  PublicationFilter // the source that reports unmaps, if any
-	// on is the classes the running sources deliver: set by run, less a
-	// source that stopped on its own.
-	on    atomic.Uint32
-	queue chan Event
-	// wake wakes the loop when events were dropped; lost says of which
-	// classes.
-	wake            chan struct{}
+	sources         []EventSource
+	filter          PublicationFilter // the source that reports unmaps, if any
+	on              atomic.Uint32     // the classes running sources deliver: set by run, less those stopped
+	queue           chan Event
+	wake            chan struct{} // wakes the loop when events were dropped; lost says of which classes
 	lost            atomic.Uint32
 	received, drops atomic.Uint64
 	done            chan sourceStopped // sources whose Run returned an error

@@ -125,8 +125,7 @@ func (t *Tracker) Stop(ctx context.Context) error {
 	return nil
 }
 
-// returned runs fn on a goroutine of its own and returns a channel closed
-// when fn returns.
+// returned runs fn on a goroutine and returns a channel closed when it returns.
 func returned(fn func()) <-chan struct{} {
 	c := make(chan struct{})
 	go func() { fn(); close(c) }()
@@ -214,8 +213,8 @@ func (l *loop) onLoop(ctx context.Context, fn func()) error {
 // errStopped is what a call of a stopped tracker returns.
 var errStopped = errors.New("tracker stopped")
 
-// await waits for c: it returns errStopped when the loop stops first, ctx's error
-// when ctx ends first.
+// await waits for c, or returns errStopped or ctx's error when the loop
+// stops or ctx ends first.
 func await[T any](ctx context.Context, l *loop, c <-chan T) error {
 	select {
 	case <-c:
