@@ -28,7 +28,7 @@ type processContextExtension struct {
 	cfg       *Config
 	settings  extension.Settings
 	open      openFunc
-	tracker   *tracker.Tracker
+	tracker   sharedtracker.Runner // nil before Start
 	telemetry *metadata.TelemetryBuilder
 	// stopStatus ends the reports of the tracker's health as the
 	// extension's status.
@@ -67,7 +67,7 @@ func (e *processContextExtension) Start(ctx context.Context, host component.Host
 
 // registerTrackerCallbacks makes what the tracker counts between scans
 // the extension's telemetry.
-func registerTrackerCallbacks(tb *metadata.TelemetryBuilder, tr *tracker.Tracker) error {
+func registerTrackerCallbacks(tb *metadata.TelemetryBuilder, tr sharedtracker.Runner) error {
 	return errors.Join(
 		tb.RegisterExtensionProcessContextEventsReceivedCallback(func(_ context.Context, o metric.Int64Observer) error {
 			o.Observe(int64(tr.Events().Received))
@@ -134,7 +134,7 @@ func (e *processContextExtension) Shutdown(ctx context.Context) error {
 // It is nil before Start.
 func (e *processContextExtension) ProcessTracker() sharedtracker.Tracker {
 	if e.tracker == nil {
-		return nil
+		return nil // not a nil Runner in a Tracker
 	}
 	return e.tracker
 }

@@ -162,7 +162,7 @@ func TestScanTelemetry(t *testing.T) {
 		require.NoError(t, ext.Shutdown(context.Background()))
 		assert.Equal(t, int32(1), src.closes.Load())
 	})
-	tr := ext.tracker
+	tr := ext.tracker.(*tracker.Tracker)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	<-tr.Ready()

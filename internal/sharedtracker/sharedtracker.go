@@ -49,7 +49,17 @@ type Tracker interface {
 	Feed
 }
 
-var _ Tracker = (*tracker.Tracker)(nil)
+// Runner is what the extension does with the tracker it opens: it starts
+// and stops it, shares it and reads its counts for its telemetry.
+type Runner interface {
+	Tracker
+	Start()
+	Stop(ctx context.Context) error
+	Events() tracker.EventStats
+	DeniedProcesses() int
+}
+
+var _ Runner = (*tracker.Tracker)(nil)
 
 // Provider is what the process_context extension implements.
 type Provider interface {

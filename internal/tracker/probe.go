@@ -73,8 +73,7 @@ func (t *Tracker) ScanSoon() <-chan struct{} {
 }
 
 // probe handles a Probe call: a pid whose lookup cannot answer is read
-// now; the call waits for the reads that may tell what the snapshot does
-// not know yet.
+// now, and the call waits for the reads that may tell it.
 func (l *loop) probe(w *probeWait) {
 	now := l.clock()
 	w.until = now + int64(w.within)
@@ -116,8 +115,7 @@ func (ps *probes) waited(w *probeWait) {
 // waitsFor reports whether a probe waits for pid.
 func (ps *probes) waitsFor(pid int) bool { return len(ps.waiting[pid]) > 0 }
 
-// resolve counts pid as read for the probes waiting for it; those it ends
-// are woken with the next snapshot.
+// resolve counts pid as read for the probes waiting for it.
 func (ps *probes) resolve(pid int) {
 	ws := ps.waiting[pid]
 	delete(ps.waiting, pid)
