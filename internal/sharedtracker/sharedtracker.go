@@ -2,11 +2,11 @@
 // SPDX-License-Identifier: Apache-2.0
 
 // Package sharedtracker is how the process_context receiver and processor
-// find the one process tracker of a collector: the process_context
-// extension runs it, and they find it through the collector's host
-// (component.Host.GetExtensions), the way contrib components find a storage
-// extension or an observer. A component that finds none fails to start,
-// with the configuration to add.
+// find the one process tracker of a collector, which the extension runs
+// (component.Host.GetExtensions, the way contrib components find a storage
+// extension), and the small interfaces they see it through; a component
+// that finds none fails to start, with the configuration to add. Settings
+// are the extension's keys, which all three components know.
 package sharedtracker
 
 import (
