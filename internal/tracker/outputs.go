@@ -12,11 +12,10 @@ import (
 	"github.com/processctx/otelcol-processctx/internal/pidtable"
 )
 
-// outputs is what the tracker tells: the snapshot lookups read (published
-// atomically), the changes and scan summaries for the subscribers and the
-// WithScanStats functions, the views computed once per publication, and
-// the ended publications kept for the grace period (the live ones are the
-// registry's). The loop records what changed and flushes it (publish,
+// outputs is what the tracker tells: the snapshot (published atomically),
+// the changes and scan summaries for the subscribers and WithScanStats,
+// the views, and the ended publications kept for the grace period (the
+// live ones are the registry's). The loop records and flushes (publish,
 // tell); other goroutines read snapshot and subscribe.
 type outputs struct {
 	snap   atomic.Pointer[Snapshot]

@@ -52,12 +52,9 @@ type readPlan struct {
 
 // planner is every decision of what to read and when, from what is known
 // of the process or the host, the settings and the event sources; it
-// changes nothing (the scheduler carries out what it says, and paces what
-// is done at most once per interval: paced). Per process, next says which
-// read a trigger asks for and when; of the host, scanReads says whether a
-// scan lists it and reads every publisher, fitBudget which late
-// publishers a scan reads, backoff how long a stalled process waits, and
-// recheckAt when a process read without a context is due again.
+// changes nothing (the scheduler carries it out, and paces what is done
+// at most once per interval). Per process: next; of the host: scanReads,
+// fitBudget, backoff, recheckAt.
 type planner struct {
 	cfg *Config
 	// Publication events and process events come; the first scan finished.

@@ -10,13 +10,11 @@ import (
 	"github.com/processctx/otelcol-processctx/internal/reader"
 )
 
-// scheduler carries out the planner's decisions of what to read and when:
-// it starts the reads due now, queues the others for their time (runDue),
-// queues the rechecks, and keeps the state the decisions of the host
-// depend on (hostState). It alone writes each proc's schedule, the plan
-// and recheck queues and hostState. The loop hands it every trigger and
-// asks it what scans read; the reads it starts go to the pool, and it
-// tells the outputs the pids whose lookups may answer otherwise.
+// scheduler carries out the planner's decisions: it starts the reads due
+// now and queues the others (runDue) and the rechecks. It alone writes
+// each proc's schedule, the plan and recheck queues and hostState. The
+// loop hands it every trigger and asks it what scans read; its reads go to
+// the pool, and it tells the outputs the pids whose answers may change.
 type scheduler struct {
 	cfg    *Config
 	clock  func() int64 // the loop's
@@ -48,11 +46,9 @@ type hostState struct {
 
 // schedule is the scheduler's record of one process's reads.
 type schedule struct {
-	// The read out and the read planned (the planner says which).
-	reading, planned cause
-	// retries counts the reads of its retry series, young of its young
-	// series; rechecks its maps reads without a context since it last
-	// changed (the rescan backoff).
+	reading, planned cause // the read out and the read planned
+	// retries and young count the reads of its retry and young series,
+	// rechecks its maps reads without a context since it last changed.
 	retries, young, rechecks uint8
 	plannedAt                int64 // clock; at most now: once the read out returns
 	// lookedAt is the clock of its last maps read, or of the fork or exec
