@@ -34,6 +34,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/processctx/otelcol-processctx/internal/hostopen"
 	"github.com/processctx/otelcol-processctx/internal/procfs"
 	"github.com/processctx/otelcol-processctx/internal/tracker"
 )
@@ -131,7 +132,7 @@ type entry struct {
 	Attributes   map[string]any `json:"attributes,omitempty"`
 }
 
-func entryOf(p *tracker.Process) entry {
+func entryOf(p *tracker.Publication) entry {
 	return entry{
 		PID:          p.PID,
 		CreationTime: p.Identity.CreationTimeString(),
@@ -183,7 +184,7 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 		return err
 	}
 	// Wait for the tracker's report of what it could not read.
-	if err := tr.Idle(ctx); err != nil {
+	if err := tr.WaitIdle(ctx); err != nil {
 		return fmt.Errorf("wait for the tracker: %w", err)
 	}
 	if !o.watch {
@@ -209,7 +210,7 @@ func open(o options, errOut io.Writer) (*tracker.Tracker, error) {
 	logger := zap.New(withoutField{zapcore.NewCore(
 		zapcore.NewConsoleEncoder(zapcore.EncoderConfig{MessageKey: "msg", LevelKey: "level", EncodeLevel: zapcore.CapitalLevelEncoder}),
 		zapcore.AddSync(errOut), zapcore.WarnLevel), "next_warning_in"})
-	tr, err := tracker.Open(cfg, logger)
+	tr, err := hostopen.Open(cfg, logger)
 	if err != nil {
 		return nil, err
 	}
@@ -218,7 +219,7 @@ func open(o options, errOut io.Writer) (*tracker.Tracker, error) {
 }
 
 // readDue reads, and waits for, the processes to show whose read is due
-// (tracker.OutcomeUnknown): one that exec'd while the tracker started, say,
+// (tracker.AnswerUnknown): one that exec'd while the tracker started, say,
 // known from its exec event and not read yet.
 func readDue(ctx context.Context, tr *tracker.Tracker, o options) error {
 	pids, err := pidsOf(o)
@@ -228,7 +229,7 @@ func readDue(ctx context.Context, tr *tracker.Tracker, o options) error {
 	snap := tr.Snapshot()
 	due := slices.DeleteFunc(pids, func(pid int) bool {
 		p, outcome := snap.Lookup(pid)
-		return p != nil || outcome != tracker.OutcomeUnknown
+		return p != nil || outcome != tracker.AnswerUnknown
 	})
 	// Each read has its deadline: as long as one, and a little more.
 	within := o.timeout + time.Second
@@ -250,14 +251,14 @@ func readDue(ctx context.Context, tr *tracker.Tracker, o options) error {
 // list prints the publications, then the processes that cannot be read.
 func list(tr *tracker.Tracker, o options, out, errOut io.Writer) error {
 	snap := tr.Snapshot()
-	var pubs []*tracker.Process
-	snap.All(func(p *tracker.Process) bool {
+	var pubs []*tracker.Publication
+	snap.All(func(p *tracker.Publication) bool {
 		if p.Live() && (o.pid == 0 || p.PID == o.pid) {
 			pubs = append(pubs, p)
 		}
 		return true
 	})
-	slices.SortFunc(pubs, func(a, b *tracker.Process) int { return a.PID - b.PID })
+	slices.SortFunc(pubs, func(a, b *tracker.Publication) int { return a.PID - b.PID })
 	failures, err := unreadable(tr, snap, o)
 	if err != nil {
 		return err
@@ -319,10 +320,10 @@ func pidsOf(o options) ([]int, error) {
 	return pids, nil
 }
 
-// reason says why pid, whose read found outcome, cannot be read; "" when
+// reason says why pid, whose lookup answers answer, cannot be read; "" when
 // that is no failure (no context, gone, not seen).
-func reason(h tracker.Host, pid int, outcome tracker.Outcome, timeout time.Duration) string {
-	switch outcome {
+func reason(h tracker.Host, pid int, answer tracker.Answer, timeout time.Duration) string {
+	switch tracker.Outcome(answer) {
 	case tracker.OutcomePermissionDenied:
 		return h.ExplainDenied(pid)
 	case tracker.OutcomeStalled:
@@ -339,7 +340,7 @@ func reason(h tracker.Host, pid int, outcome tracker.Outcome, timeout time.Durat
 	return ""
 }
 
-func printJSON(out io.Writer, pubs []*tracker.Process, failures []failure) error {
+func printJSON(out io.Writer, pubs []*tracker.Publication, failures []failure) error {
 	enc := json.NewEncoder(out)
 	for _, p := range pubs {
 		if err := enc.Encode(entryOf(p)); err != nil {
@@ -354,7 +355,7 @@ func printJSON(out io.Writer, pubs []*tracker.Process, failures []failure) error
 	return nil
 }
 
-func printTable(out io.Writer, pubs []*tracker.Process) error {
+func printTable(out io.Writer, pubs []*tracker.Publication) error {
 	if len(pubs) == 0 {
 		fmt.Fprintln(out, "No process publishes a context or names its service in its environment.")
 		return nil
@@ -389,7 +390,7 @@ func printFailures(out io.Writer, failures []failure) error {
 // columns are an identity's cells in the table: pid, executable, service,
 // source (context, or environment), container, the other resource
 // attributes.
-func columns(p *tracker.Process) []string {
+func columns(p *tracker.Publication) []string {
 	var name string
 	if v, ok := p.Context.Resource.Get("service.name"); ok {
 		name = v.AsString()
@@ -425,7 +426,7 @@ func watch(ctx context.Context, o options, changes *inbox, out io.Writer) error 
 		case <-changes.wait():
 		}
 		for _, c := range changes.take() {
-			if o.pid != 0 && c.Process.PID != o.pid {
+			if o.pid != 0 && c.Publication.PID != o.pid {
 				continue
 			}
 			event := map[tracker.ChangeKind]string{tracker.Published: "published", tracker.Updated: "updated"}[c.Kind]
@@ -434,11 +435,11 @@ func watch(ctx context.Context, o options, changes *inbox, out io.Writer) error 
 			}
 			var err error
 			if o.json {
-				e := entryOf(c.Process)
+				e := entryOf(c.Publication)
 				e.Time, e.Event = c.at, event
 				err = enc.Encode(e)
 			} else {
-				err = table.row(append([]string{c.at.Format("15:04:05.000"), event}, columns(c.Process)...))
+				err = table.row(append([]string{c.at.Format("15:04:05.000"), event}, columns(c.Publication)...))
 			}
 			if err != nil {
 				return fmt.Errorf("write: %w", err)

@@ -9,13 +9,15 @@ import (
 	"go.opentelemetry.io/collector/confmap"
 
 	"github.com/processctx/otelcol-processctx/internal/configkeys"
+	"github.com/processctx/otelcol-processctx/internal/hostopen"
+	"github.com/processctx/otelcol-processctx/internal/sharedtracker"
 	"github.com/processctx/otelcol-processctx/internal/tracker"
 )
 
-// Config is the extension's configuration: its tracker's, one key per
-// setting (tracker.Config documents each; README.md lists them). A type of
+// Config is the extension's configuration: the settings of its tracker
+// that keys set (sharedtracker.Settings; README.md lists them). A type of
 // its own, so that its errors name keys, not Go types.
-type Config tracker.Config
+type Config sharedtracker.Settings
 
 var (
 	_ confmap.Unmarshaler = (*Config)(nil)
@@ -23,14 +25,14 @@ var (
 )
 
 func createDefaultConfig() *Config {
-	cfg := Config(tracker.DefaultConfig())
+	cfg := Config(sharedtracker.DefaultSettings())
 	return &cfg
 }
 
 // Unmarshal reads the extension's section; a value of the wrong type is
 // said by its key and the kind of value wanted.
 func (c *Config) Unmarshal(conf *confmap.Conf) error {
-	return configkeys.Decode(conf, (*tracker.Config)(c))
+	return configkeys.Decode(conf, (*sharedtracker.Settings)(c))
 }
 
 // Validate reports the keys that are no setting (by name, with the one
@@ -38,8 +40,8 @@ func (c *Config) Unmarshal(conf *confmap.Conf) error {
 // not usable, and a root_path without the host's procfs, with the error
 // start would fail with.
 func (c *Config) Validate() error {
-	return errors.Join(configkeys.Unknown(c, c.Unknown), (*tracker.Config)(c).Validate())
+	return errors.Join(configkeys.Unknown(c, c.Unknown), hostopen.Validate(c.tracker()))
 }
 
 // tracker returns the configuration of the tracker.
-func (c *Config) tracker() tracker.Config { return tracker.Config(*c) }
+func (c *Config) tracker() tracker.Config { return (*sharedtracker.Settings)(c).Tracker() }

@@ -18,13 +18,14 @@ import (
 
 	"github.com/processctx/otelcol-processctx/extension/processctxextension/internal/metadata"
 	"github.com/processctx/otelcol-processctx/internal/configtest"
+	"github.com/processctx/otelcol-processctx/internal/sharedtracker"
 	"github.com/processctx/otelcol-processctx/internal/tracker"
 )
 
 func TestLoadConfig(t *testing.T) {
 	cm, err := confmaptest.LoadConf(filepath.Join("testdata", "config.yaml"))
 	require.NoError(t, err)
-	full := tracker.DefaultConfig()
+	full := sharedtracker.DefaultSettings()
 	full.RootPath = "/hostfs"
 	full.MaxPayloadSize = 32768
 	full.Sources = []tracker.Source{tracker.SourceEnvironment}

@@ -20,7 +20,7 @@ import (
 	"github.com/processctx/otelcol-processctx/internal/trackerstatus"
 )
 
-// openFunc opens a tracker: tracker.Open, or a test's.
+// openFunc opens a tracker: hostopen.Open, or a test's.
 type openFunc func(tracker.Config, *zap.Logger, ...tracker.Option) (*tracker.Tracker, error)
 
 // processContextExtension runs the tracker.
@@ -28,7 +28,7 @@ type processContextExtension struct {
 	cfg       *Config
 	settings  extension.Settings
 	open      openFunc
-	tracker   *tracker.Tracker
+	tracker   sharedtracker.Runner // nil before Start
 	telemetry *metadata.TelemetryBuilder
 	// stopStatus ends the reports of the tracker's health as the
 	// extension's status.
@@ -67,7 +67,7 @@ func (e *processContextExtension) Start(ctx context.Context, host component.Host
 
 // registerTrackerCallbacks makes what the tracker counts between scans
 // the extension's telemetry.
-func registerTrackerCallbacks(tb *metadata.TelemetryBuilder, tr *tracker.Tracker) error {
+func registerTrackerCallbacks(tb *metadata.TelemetryBuilder, tr sharedtracker.Runner) error {
 	return errors.Join(
 		tb.RegisterExtensionProcessContextEventsReceivedCallback(func(_ context.Context, o metric.Int64Observer) error {
 			o.Observe(int64(tr.Events().Received))
@@ -131,4 +131,10 @@ func (e *processContextExtension) Shutdown(ctx context.Context) error {
 }
 
 // ProcessTracker implements sharedtracker.Provider.
-func (e *processContextExtension) ProcessTracker() *tracker.Tracker { return e.tracker }
+// It is nil before Start.
+func (e *processContextExtension) ProcessTracker() sharedtracker.Tracker {
+	if e.tracker == nil {
+		return nil // not a nil Runner in a Tracker
+	}
+	return e.tracker
+}

@@ -26,6 +26,7 @@ import (
 	"github.com/processctx/otelcol-processctx/internal/otep"
 	"github.com/processctx/otelcol-processctx/internal/pubtest"
 	"github.com/processctx/otelcol-processctx/internal/sharedtracker"
+	"github.com/processctx/otelcol-processctx/internal/tracker"
 	"github.com/processctx/otelcol-processctx/processor/processctxprocessor"
 	"github.com/processctx/otelcol-processctx/receiver/processctxreceiver"
 )
@@ -68,7 +69,7 @@ func TestRootPath(t *testing.T) {
 	t.Run("host procfs bind-mounted at a temporary root", func(t *testing.T) {
 		cfg := createDefaultConfig()
 		cfg.RootPath = pubtest.MountProc(t, 0)
-		tr := start(t, cfg, extensiontest.NewNopSettings(metadata.Type)).(sharedtracker.Provider).ProcessTracker()
+		tr := start(t, cfg, extensiontest.NewNopSettings(metadata.Type)).(*processContextExtension).tracker.(*tracker.Tracker)
 		p := pubtest.Start(t, pubtest.Go, pubtest.Options{})
 		p.Publish(otep.EncodeStrings(map[string]string{"service.name": "via-root-path"}))
 		require.Eventually(t, func() bool {
@@ -112,7 +113,7 @@ func TestReceiverAndProcessorShareTheTracker(t *testing.T) {
 	ext := start(t, cfg, extensiontest.NewNopSettings(metadata.Type))
 	h := host{extID: ext}
 	ctx := context.Background()
-	tr := ext.(sharedtracker.Provider).ProcessTracker()
+	tr := ext.(*processContextExtension).tracker.(*tracker.Tracker)
 
 	entities := new(consumertest.LogsSink)
 	rf := processctxreceiver.NewFactory()

@@ -10,7 +10,7 @@ import (
 	"go.opentelemetry.io/collector/extension"
 
 	"github.com/processctx/otelcol-processctx/extension/processctxextension/internal/metadata"
-	"github.com/processctx/otelcol-processctx/internal/tracker"
+	"github.com/processctx/otelcol-processctx/internal/hostopen"
 )
 
 // NewFactory returns the factory of the process_context extension.
@@ -19,5 +19,5 @@ func NewFactory() extension.Factory {
 }
 
 func create(_ context.Context, set extension.Settings, cfg component.Config) (extension.Extension, error) {
-	return &processContextExtension{cfg: cfg.(*Config), settings: set, open: tracker.Open}, nil
+	return &processContextExtension{cfg: cfg.(*Config), settings: set, open: hostopen.Open}, nil
 }

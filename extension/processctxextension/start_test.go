@@ -162,11 +162,11 @@ func TestScanTelemetry(t *testing.T) {
 		require.NoError(t, ext.Shutdown(context.Background()))
 		assert.Equal(t, int32(1), src.closes.Load())
 	})
-	tr := ext.ProcessTracker()
+	tr := ext.tracker.(*tracker.Tracker)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	<-tr.Ready()
-	require.NoError(t, tr.Idle(ctx)) // the first scan's warning is out
+	require.NoError(t, tr.WaitIdle(ctx)) // the first scan's warning is out
 
 	metadatatest.AssertEqualExtensionProcessContextContexts(t, tel, []metricdata.DataPoint[int64]{{Value: 1}}, metricdatatest.IgnoreTimestamp())
 	metadatatest.AssertEqualExtensionProcessContextTrackedProcesses(t, tel, []metricdata.DataPoint[int64]{{Value: 3}}, metricdatatest.IgnoreTimestamp())

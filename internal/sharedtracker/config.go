@@ -3,7 +3,7 @@
 
 package sharedtracker
 
-// This file checks a resolved configuration for what Find would refuse at
+// This file checks a resolved configuration for what FindLookup and FindFeed would refuse at
 // start; converter/processctxconverter calls it, so that `validate` fails
 // where start would.
 

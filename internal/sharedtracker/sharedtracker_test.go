@@ -23,10 +23,10 @@ func (h host) GetExtensions() map[component.ID]component.Component { return h }
 type provider struct {
 	component.StartFunc
 	component.ShutdownFunc
-	tr *tracker.Tracker
+	tr Tracker
 }
 
-func (p *provider) ProcessTracker() *tracker.Tracker { return p.tr }
+func (p *provider) ProcessTracker() Tracker { return p.tr }
 
 type other struct {
 	component.StartFunc
@@ -61,7 +61,7 @@ func TestFind(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, id, err := Find(tt.host, tt.id)
+			got, id, err := find(tt.host, tt.id)
 			if tt.wantErr != "" {
 				require.ErrorContains(t, err, tt.wantErr)
 				return

@@ -51,7 +51,7 @@ func (l *loop) applyJob(j *job) {
 // the read is of the past (its process exited or is another incarnation
 // now): the probes waiting for it are done, unless a read of the pid's
 // process of now is out.
-func (l *loop) closeRead(r *request) (*proc, Outcome) {
+func (l *loop) closeRead(r *request) (*proc, Answer) {
 	p, was := l.sched.finish(r)
 	if p == nil && !l.sched.reading(r.pid) {
 		l.probes.resolve(r.pid)
@@ -62,7 +62,7 @@ func (l *loop) closeRead(r *request) (*proc, Outcome) {
 // settle notes pid for the next snapshot when what lookups answer of p
 // is no longer was (most reads change nothing, and cost no snapshot), and
 // ends the probes waiting for p unless a read of it is out again.
-func (l *loop) settle(pid int, p *proc, was Outcome) {
+func (l *loop) settle(pid int, p *proc, was Answer) {
 	if l.sched.answer(p, l.clock()) != was {
 		l.out.touch(pid)
 	}
@@ -203,7 +203,7 @@ func (l *loop) publish(pid int, p *proc, res *result) {
 	case p.identity.Source == res.source && p.identity.Addr == res.addr && p.identity.Context.PublishedAt == res.ctx.PublishedAt:
 		return // the same context or environment, read again (a new inode, say)
 	}
-	pub := l.out.withViews(&Process{
+	pub := l.out.withViews(&Publication{
 		Key:      Key{PID: pid, StartTicks: p.start},
 		Identity: *res.identity,
 		Source:   res.source,

@@ -10,91 +10,70 @@ import (
 	"slices"
 	"time"
 
+	"github.com/processctx/otelcol-processctx/internal/configkeys"
 	"github.com/processctx/otelcol-processctx/internal/otep"
 	"github.com/processctx/otelcol-processctx/internal/pubevents"
 )
 
-// Config is a tracker's configuration. Its keys are the process_context
-// extension's, and the tracker's code uses the same names: one vocabulary
-// from the YAML to the loop.
+// Config is a tracker's configuration. The settings before Readers are
+// the process_context extension's keys (sharedtracker.Settings), by the
+// same names: one vocabulary from the YAML to the loop; what each means to
+// a user is docs/configuration.md's.
 type Config struct {
-	// RootPath is where the host's filesystem is mounted: "/" on the host,
-	// e.g. "/hostfs" in a container with the host's procfs at /hostfs/proc.
-	RootPath string `mapstructure:"root_path"`
+	// RootPath is where the host's filesystem is mounted ("/hostfs" in a
+	// container with the host's procfs at /hostfs/proc).
+	RootPath string
 	// MaxPayloadSize caps the payload a publisher may declare, and each of
 	// the two SDK variables kept from an environment.
-	MaxPayloadSize uint32 `mapstructure:"max_payload_size"`
-	// Sources says where identities come from: SourceContext (published
-	// contexts), SourceEnvironment (OTEL_SERVICE_NAME and
-	// OTEL_RESOURCE_ATTRIBUTES of processes that publish none), or both.
-	Sources []Source `mapstructure:"sources"`
-	// Discovery says which event sources Open starts: DiscoveryAuto (those
-	// the privileges and the kernel allow), DiscoveryEvents (all, or fail)
-	// or DiscoveryPoll (none).
-	Discovery Discovery `mapstructure:"discovery"`
-	// PublicationEvents chooses the eBPF source of publication events by
-	// what it costs the host's other processes: "auto" (fexit where the
-	// kernel allows it, else none), "fexit", "syscall_tracepoints" and
-	// "raw_sys_exit" (each slows every syscall of the host: never chosen
-	// by auto) or "none". Not used with discovery: poll.
-	PublicationEvents string `mapstructure:"publication_events"`
-	// CollectionInterval is the time between scans of the host.
-	CollectionInterval time.Duration `mapstructure:"collection_interval"`
-	// InitialDelay is the wait before the first scan.
-	InitialDelay time.Duration `mapstructure:"initial_delay"`
+	MaxPayloadSize uint32
+	Sources        []Source  // where identities come from
+	Discovery      Discovery // which event sources hostopen.Open starts
+	// PublicationEvents names the eBPF source of publication events (a
+	// pubevents mechanism, AutoPublicationEvents or NoPublicationEvents).
+	PublicationEvents  string
+	CollectionInterval time.Duration // between scans of the host
+	InitialDelay       time.Duration // before the first scan
 	// Timeout, when positive, bounds a scan: reads still out then are
 	// applied when they come back, outside the scan.
-	Timeout time.Duration `mapstructure:"timeout"`
-	// RescanInterval is how long a process without a context waits before
-	// its maps are read again (SDKs often publish seconds after start).
-	RescanInterval time.Duration `mapstructure:"rescan_interval"`
-	// RescanMaxInterval caps the wait between re-reads, which doubles after
-	// rescanFastChecks re-reads that found nothing.
-	RescanMaxInterval time.Duration `mapstructure:"rescan_max_interval"`
-	// RescanBudget caps the maps files re-read for late publishers in one
-	// scan; the longest-waiting processes go first.
-	RescanBudget int `mapstructure:"rescan_budget"`
-	// ReadTimeout is the deadline of the reads of one process (maps file,
-	// header and payload, identity files): a process whose reads do not
-	// return in time is quarantined.
-	ReadTimeout time.Duration `mapstructure:"read_timeout"`
+	Timeout time.Duration
+	// RescanInterval is the wait before a process without a context has
+	// its maps read again; it doubles after rescanFastChecks re-reads that
+	// found nothing, up to RescanMaxInterval. RescanBudget caps those
+	// re-reads per scan, the longest-waiting first.
+	RescanInterval    time.Duration
+	RescanMaxInterval time.Duration
+	RescanBudget      int
+	// ReadTimeout is the deadline of the reads of one process: one whose
+	// reads do not return in time is quarantined.
+	ReadTimeout time.Duration
 	// ReconcileInterval is how often, while process and publication events
-	// both come, a scan reads every publisher's timestamp and a process
-	// without a context has its maps read again: a slow repair of what
-	// events could have missed.
-	ReconcileInterval time.Duration `mapstructure:"reconcile_interval"`
-	// GracePeriod is how long an ended publication (the process exited,
-	// unpublished or published something unreadable) stays in snapshots,
-	// so that late telemetry is still enriched.
-	GracePeriod time.Duration `mapstructure:"grace_period"`
-	// RecheckInterval is how long a process read without a context is
-	// known to have none while no publication events come: then telemetry
-	// naming it has it read again (Probe), at most this often. It is also
-	// how often ScanSoon may start a scan.
-	RecheckInterval time.Duration `mapstructure:"recheck_interval"`
+	// both come, a scan reads every publisher's timestamp and rescans the
+	// processes without a context: a repair of what events could miss.
+	ReconcileInterval time.Duration
+	// GracePeriod is how long an ended publication stays in snapshots.
+	GracePeriod time.Duration
+	// RecheckInterval is how long, while no publication events come, a
+	// process read without a context is known to have none (then a probe
+	// reads it again); also how often ScanSoon may start a scan.
+	RecheckInterval time.Duration
 	// WarningInterval paces the warnings about processes that cannot be
-	// read (permission, stalled reads): at most one of each per interval.
-	WarningInterval time.Duration `mapstructure:"warning_interval"`
+	// read: at most one of each kind per interval.
+	WarningInterval time.Duration
 
-	// Readers is the number of goroutines reading processes.
-	Readers int `mapstructure:"-"`
+	Readers int // goroutines reading processes
 	// QuarantineBackoff is the first wait before a quarantined process is
-	// read again; it doubles with every stalled read, up to
-	// quarantineGrowth times as long.
-	QuarantineBackoff time.Duration `mapstructure:"-"`
-	// MaxStalled bounds the reader goroutines left blocked by processes
-	// that never answer. Once reached, no reader is replaced, and every
-	// memory read goes through /proc/<pid>/mem, which fails at once where
+	// read again, doubling with every stalled read up to quarantineGrowth
+	// times as long.
+	QuarantineBackoff time.Duration
+	// MaxStalled bounds the readers left blocked by processes that never
+	// answer; once reached, none is replaced and all memory is read
+	// through /proc/<pid>/mem, which fails at once where
 	// process_vm_readv waits.
-	MaxStalled int `mapstructure:"-"`
+	MaxStalled int
 	// ReaderName is what the explanations of unreadable processes call the
 	// tracker's process ("ctxdump (uid 1000) lacks CAP_SYS_PTRACE"); empty:
-	// "the collector". Open gives it to the procfs it opens. Not a YAML
-	// key: commands built on the tracker set it.
-	ReaderName string `mapstructure:"-"`
-	// Unknown holds the keys of the configuration that are none of the
-	// above (typos): the process_context extension's Validate names them.
-	Unknown map[string]any `mapstructure:",remain"`
+	// "the collector". Commands built on the tracker set it.
+	ReaderName string
 }
 
 // DefaultConfig returns the defaults of every setting.
@@ -136,67 +115,44 @@ const (
 	// DiscoveryAuto: the event sources the privileges and the kernel
 	// allow, polling for the rest.
 	DiscoveryAuto Discovery = "auto"
-	// DiscoveryEvents: every event source; Open fails without one.
+	// DiscoveryEvents: every event source; hostopen.Open fails without one.
 	DiscoveryEvents Discovery = "events"
 	// DiscoveryPoll: scans only.
 	DiscoveryPoll Discovery = "poll"
 )
 
-// Floors of the duration keys: a shorter interval is refused by Validate,
-// which says that a number without a unit is nanoseconds (YAML's
-// "collection_interval: 5" is 5ns, and once made the tracker scan
-// without pause). Keys where 0 means "off" (initial_delay, timeout,
-// grace_period) still take 0.
+// Floors of the duration keys, and why each: docs/configuration.md's
+// table. Validate refuses a shorter one and says that a number without a
+// unit is nanoseconds (YAML's "collection_interval: 5" is 5ns, and once
+// made the tracker scan without pause); keys where 0 means "off" still
+// take 0.
 const (
-	// floorCollectionInterval: a listing of the host more often than ten
-	// times a second is a core spent on nothing.
 	floorCollectionInterval = 100 * time.Millisecond
-	// floorInitialDelay: any delay is harmless; below 1ms it is a number
-	// without a unit.
-	floorInitialDelay = time.Millisecond
-	// floorTimeout and floorReadTimeout: a deadline shorter than the
-	// reads of one process fails them all (the tracker's tests use 20ms
-	// and 40ms).
-	floorTimeout     = 10 * time.Millisecond
-	floorReadTimeout = 10 * time.Millisecond
-	// floorRescanInterval and floorRecheckInterval (rescan_max_interval
-	// too): maps files read again, at most ten times a second.
-	floorRescanInterval  = 100 * time.Millisecond
-	floorRecheckInterval = 100 * time.Millisecond
-	// floorReconcileInterval, floorGracePeriod and floorWarningInterval:
-	// a repair, a retention and a pace measured in seconds.
-	floorReconcileInterval = time.Second
-	floorGracePeriod       = time.Second
-	floorWarningInterval   = time.Second
+	floorInitialDelay       = time.Millisecond
+	floorTimeout            = 10 * time.Millisecond // shorter than the reads of one process
+	floorReadTimeout        = 10 * time.Millisecond
+	floorRescanInterval     = 100 * time.Millisecond // rescan_max_interval's too
+	floorRecheckInterval    = 100 * time.Millisecond
+	floorReconcileInterval  = time.Second
+	floorGracePeriod        = time.Second
+	floorWarningInterval    = time.Second
 )
 
-// Validate reports every setting that is not usable, by its key, and a
-// root_path whose proc is not a procfs of the host (with the error Open
-// would fail with): the collector's validate command calls it, and starts
-// nothing. It reads the filesystem of the machine it runs on: validate a
-// container's configuration where its root_path is mounted.
+// Validate reports every setting that is not usable, by its key
+// (hostopen.Validate checks root_path's procfs too).
 func (c *Config) Validate() error {
-	if err := c.validateSettings(); err != nil {
-		return err
-	}
-	_, _, err := openRoot(*c)
-	return err
-}
-
-// validateSettings reports every setting that is not usable, by its key.
-func (c *Config) validateSettings() error {
 	var errs []error
 	positive := func(key string, d, least time.Duration) {
 		if d <= 0 {
 			errs = append(errs, fmt.Errorf("%s must be positive, got %s", key, d))
 		}
-		errs = append(errs, BelowFloor(key, d, least, 0))
+		errs = append(errs, configkeys.BelowFloor(key, d, least, 0))
 	}
 	notNegative := func(key string, d, least time.Duration) {
 		if d < 0 {
 			errs = append(errs, fmt.Errorf("%s must not be negative, got %s", key, d))
 		}
-		errs = append(errs, BelowFloor(key, d, least, 0))
+		errs = append(errs, configkeys.BelowFloor(key, d, least, 0))
 	}
 	if c.RootPath == "" || !filepath.IsAbs(c.RootPath) {
 		errs = append(errs, fmt.Errorf("root_path must be an absolute path, got %q", c.RootPath))
@@ -230,7 +186,7 @@ func (c *Config) validateSettings() error {
 	if c.RescanMaxInterval < c.RescanInterval {
 		errs = append(errs, fmt.Errorf("rescan_max_interval (%s) must not be less than rescan_interval (%s)", c.RescanMaxInterval, c.RescanInterval))
 	}
-	errs = append(errs, BelowFloor("rescan_max_interval", c.RescanMaxInterval, floorRescanInterval, 0))
+	errs = append(errs, configkeys.BelowFloor("rescan_max_interval", c.RescanMaxInterval, floorRescanInterval, 0))
 	if c.RescanBudget <= 0 {
 		errs = append(errs, fmt.Errorf("rescan_budget must be positive, got %d", c.RescanBudget))
 	}
@@ -247,30 +203,6 @@ func (c *Config) validateSettings() error {
 		errs = append(errs, fmt.Errorf("max stalled readers must be positive, got %d", c.MaxStalled))
 	}
 	return errors.Join(errs...)
-}
-
-// BelowFloor refuses a positive duration d of the setting key below least,
-// and says what a number without a unit means: a value below a
-// millisecond is one, most likely, and the same number of seconds (or
-// milliseconds) what was meant when that is at least least and at most
-// most (0: no bound). Zero and negative values are left to the checks of
-// each key. The components' configurations share it.
-func BelowFloor(key string, d, least, most time.Duration) error {
-	if d <= 0 || d >= least {
-		return nil
-	}
-	hint := ""
-	if d < time.Millisecond {
-		hint = "; a duration without a unit is in nanoseconds"
-		usable := func(v time.Duration) bool { return v >= least && (most == 0 || v <= most) }
-		switch {
-		case usable(d * time.Second):
-			hint += fmt.Sprintf(": write %ds", int64(d))
-		case usable(d * time.Millisecond):
-			hint += fmt.Sprintf(": write %dms", int64(d))
-		}
-	}
-	return fmt.Errorf("%s: %s is below the floor of %s%s", key, d, least, hint)
 }
 
 // uses reports whether identities come from s.

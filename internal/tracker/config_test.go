@@ -4,15 +4,12 @@
 package tracker_test
 
 import (
-	"fmt"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/zap"
 
-	"github.com/processctx/otelcol-processctx/internal/pubtest"
 	"github.com/processctx/otelcol-processctx/internal/tracker"
 )
 
@@ -128,21 +125,4 @@ func TestConfigRescanMaxBelowRescan(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "rescan_max_interval (600ns) must not be less than rescan_interval (30s)")
 	assert.Contains(t, err.Error(), "rescan_max_interval: 600ns is below the floor of 100ms; a duration without a unit is in nanoseconds: write 600s")
-}
-
-// Validate refuses what Open would: a root_path without a procfs, or with a
-// container's procfs, with Open's own error.
-func TestConfigValidateAsOpen(t *testing.T) {
-	pubtest.RequireRoot(t)
-	for _, root := range []string{t.TempDir(), pubtest.MountProc(t, pubtest.SleepInNewPidNamespace(t))} {
-		cfg := tracker.DefaultConfig()
-		cfg.RootPath = root
-		validateErr := cfg.Validate()
-		require.Error(t, validateErr, root)
-		_, openErr := tracker.Open(cfg, zap.NewNop())
-		require.Error(t, openErr, root)
-		assert.Equal(t, openErr.Error(), validateErr.Error(), "validate says what start would")
-		assert.Contains(t, validateErr.Error(), fmt.Sprintf("root_path %q: ", root))
-	}
-
 }

@@ -27,13 +27,13 @@ func TestExecedProcessIsReadWhenTelemetryNamesIt(t *testing.T) {
 	src.Send(tracker.Event{Kind: tracker.EventExec, PID: 30})
 	h.settle()
 	_, o := h.lookup(30)
-	require.Equal(t, tracker.OutcomeUnknown, o, "not looked at since its exec")
+	require.Equal(t, tracker.AnswerUnknown, o, "not looked at since its exec")
 
 	host.Publish(30, "starting-up")
 	host.ResetCounts()
 	probeDone(t, h.tr.Probe([]int{30}, time.Minute))
 	svc, o := h.lookup(30)
-	assert.Equal(t, tracker.OutcomeOK, o)
+	assert.Equal(t, tracker.AnswerOK, o)
 	assert.Equal(t, "starting-up", svc)
 	assert.Equal(t, 1, host.Count(trackertest.MethodMaps), "one read")
 }
@@ -49,7 +49,7 @@ func TestExecedEnvironmentIsReadWhenTelemetryNamesIt(t *testing.T) {
 	src.Send(tracker.Event{Kind: tracker.EventExec, PID: 31})
 	h.settle()
 	_, o := h.lookup(31)
-	require.Equal(t, tracker.OutcomeUnknown, o, "its environment is not read yet")
+	require.Equal(t, tracker.AnswerUnknown, o, "its environment is not read yet")
 
 	host.ResetCounts()
 	probeDone(t, h.tr.Probe([]int{31}, time.Minute))
@@ -72,11 +72,11 @@ func TestNamedPidReadOncePerRecheckInterval(t *testing.T) {
 	host.ResetCounts()
 
 	for step := range 20 {
-		if _, o := h.lookup(40); o == tracker.OutcomeUnknown {
+		if _, o := h.lookup(40); o == tracker.AnswerUnknown {
 			probeDone(t, h.tr.Probe([]int{40}, time.Minute))
 		}
 		_, o := h.lookup(40)
-		require.Equal(t, tracker.OutcomeNoContext, o, "step %d", step)
+		require.Equal(t, tracker.AnswerNoContext, o, "step %d", step)
 		h.clock.Advance(time.Second)
 		h.settle()
 	}
@@ -94,7 +94,7 @@ func TestNoRecheckWithPublicationEvents(t *testing.T) {
 	h.clock.Advance(time.Hour)
 	h.settle()
 	_, o := h.lookup(41)
-	assert.Equal(t, tracker.OutcomeNoContext, o)
+	assert.Equal(t, tracker.AnswerNoContext, o)
 }
 
 // A process named by its environment has no context to refresh: a scan
@@ -129,7 +129,7 @@ func TestTornLookup(t *testing.T) {
 	})
 	h := newHarness(t, testConfig(), host)
 	_, o := h.lookup(60)
-	assert.Equal(t, tracker.OutcomeTorn, o)
+	assert.Equal(t, tracker.Answer(tracker.OutcomeTorn), o)
 }
 
 // A probe waits for a read as long as its caller does; a later probe does

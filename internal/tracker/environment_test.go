@@ -24,7 +24,7 @@ import (
 func (h *harness) attr(pid int, key string) (tracker.Source, string) {
 	h.t.Helper()
 	p, o := h.tr.Snapshot().Lookup(pid)
-	require.Equal(h.t, tracker.OutcomeOK, o, "pid %d", pid)
+	require.Equal(h.t, tracker.AnswerOK, o, "pid %d", pid)
 	v, _ := p.Context.Resource.Get(key)
 	return p.Source, v.Str()
 }
@@ -48,7 +48,7 @@ func TestEnvironmentIdentity(t *testing.T) {
 	_, ns := h.attr(12, "service.namespace")
 	assert.Equal(t, "shop", ns)
 	_, o := h.tr.Snapshot().Lookup(11)
-	assert.Equal(t, tracker.OutcomeNoContext, o)
+	assert.Equal(t, tracker.AnswerNoContext, o)
 	assert.Equal(t, 3, host.Count(trackertest.MethodEnviron))
 
 	// Rescans look for a late context (maps), never at the environment.
@@ -194,7 +194,7 @@ func TestEnvironmentStallQuarantines(t *testing.T) {
 	tr, clock := startWithClock(t, host, cfg, zap.NewNop())
 	scanPastStuck(t, tr, clock, host, trackertest.MethodEnviron, cfg)
 	_, o := tr.Snapshot().Lookup(50)
-	assert.Equal(t, tracker.OutcomeStalled, o)
+	assert.Equal(t, tracker.Answer(tracker.OutcomeStalled), o)
 	p, _ := tr.Snapshot().Lookup(51)
 	require.NotNil(t, p, "the other process is read")
 	assert.Equal(t, tracker.SourceEnvironment, p.Source)
@@ -234,14 +234,14 @@ func TestNewbornsEnvironmentReadAgain(t *testing.T) {
 	host.Add(71) // an old process: not read again so soon
 	h := newHarness(t, testConfig(), host)
 	_, o := h.tr.Snapshot().Lookup(70)
-	assert.Equal(t, tracker.OutcomeNoContext, o)
+	assert.Equal(t, tracker.AnswerNoContext, o)
 
 	host.SetEnv(70, "after-exec", "") // its exec
 	host.SetEnv(71, "never-read", "")
 	h.clock.Advance(time.Second) // the first young read
 	assert.Equal(t, []string{"published 70 after-exec"}, h.waitChanges(1))
 	_, o = h.tr.Snapshot().Lookup(71)
-	assert.Equal(t, tracker.OutcomeNoContext, o)
+	assert.Equal(t, tracker.AnswerNoContext, o)
 }
 
 // An environment that reads empty (an exec not finished setting it up) is
@@ -253,7 +253,7 @@ func TestEmptyEnvironmentReadAgain(t *testing.T) {
 	host.SetEnv(60, "set-up-late", "")
 	h := newHarness(t, testConfig(), host)
 	_, o := h.tr.Snapshot().Lookup(60)
-	assert.Equal(t, tracker.OutcomeNoContext, o)
+	assert.Equal(t, tracker.AnswerNoContext, o)
 
 	host.Set(60, func(p *trackertest.Proc) { delete(p.Errs, trackertest.MethodEnviron) })
 	h.clock.Advance(time.Second) // the retries: 40 ms, 160 ms, 640 ms and 2.56 s after

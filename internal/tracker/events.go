@@ -8,35 +8,26 @@ import "go.uber.org/zap"
 // EventKind is what an Event says of a process.
 type EventKind uint8
 
+// A forked process has no context: publishers map theirs with
+// MADV_DONTFORK. EventPublish comes of the prctl naming call publishers
+// issue on every publication; EventUnmap only of the contexts the tracker
+// told the source about (PublicationFilter).
 const (
-	// EventFork: PID is a new process forked from Parent. It has no
-	// context: publishers map theirs with MADV_DONTFORK.
-	EventFork EventKind = iota + 1
-	// EventExec: PID replaced its image; any context it published is gone.
-	EventExec
-	// EventExit: PID exited.
-	EventExit
-	// EventPublish: PID published or updated the context mapped at Addr
-	// (the prctl naming call publishers issue every time).
-	EventPublish
-	// EventMemfd: PID created the memfd of a context it is about to
-	// publish.
-	EventMemfd
-	// EventUnmap: PID unmapped (part of) the context the tracker told the
-	// source about (PublicationFilter).
-	EventUnmap
-	// EventLost: the source of Source dropped events.
-	EventLost
+	EventFork    EventKind = iota + 1 // PID is a new process forked from Parent
+	EventExec                         // PID replaced its image; any context it published is gone
+	EventExit                         // PID exited
+	EventPublish                      // PID published or updated the context mapped at Addr
+	EventMemfd                        // PID created the memfd of a context it is about to publish
+	EventUnmap                        // PID unmapped (part of) its context
+	EventLost                         // the source of Source dropped events
 )
 
 // Sources says which classes of events sources deliver.
 type Sources uint8
 
 const (
-	// ProcessEvents: fork, exec and exit (the proc connector).
-	ProcessEvents Sources = 1 << iota
-	// PublicationEvents: publish, memfd and unmap (an eBPF program).
-	PublicationEvents
+	ProcessEvents     Sources = 1 << iota // fork, exec and exit (the proc connector)
+	PublicationEvents                     // publish, memfd and unmap (an eBPF program)
 )
 
 func (s Sources) String() string {
@@ -86,9 +77,7 @@ type PublicationFilter interface {
 // act on their events; what they deliver need not be polled for (see the
 // package documentation).
 func WithEventSources(sources ...EventSource) Option {
-	return func(t *Tracker) {
-		t.loop.events.add(sources...)
-	}
+	return func(t *Tracker) { t.loop.events.add(sources...) }
 }
 
 // EventStats counts the events a tracker received.
@@ -100,9 +89,7 @@ type EventStats struct {
 }
 
 // Events returns the tracker's event counts.
-func (t *Tracker) Events() EventStats {
-	return t.loop.events.stats()
-}
+func (t *Tracker) Events() EventStats { return t.loop.events.stats() }
 
 // LiveSources says which classes of events the tracker gets from running
 // sources; the rest is polled for.

@@ -19,6 +19,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/processctx/otelcol-processctx/internal/hostopen"
 	"github.com/processctx/otelcol-processctx/internal/otep"
 	"github.com/processctx/otelcol-processctx/internal/pubtest"
 	"github.com/processctx/otelcol-processctx/internal/tracker"
@@ -44,7 +45,7 @@ func liveTracker(t *testing.T, discovery tracker.Discovery) (*tracker.Tracker, *
 		cfg.CollectionInterval = 200 * time.Millisecond
 	}
 	core, logs := observer.New(zap.InfoLevel)
-	tr, err := tracker.Open(cfg, zap.New(core))
+	tr, err := hostopen.Open(cfg, zap.New(core))
 	require.NoError(t, err)
 	tr.Start()
 	t.Cleanup(func() { require.NoError(t, tr.Stop(context.Background())) })
@@ -70,10 +71,10 @@ func changesOf(t *testing.T, tr *tracker.Tracker, sub *trackertest.Recorder, pid
 		}
 		changes, _ := sub.Take()
 		for _, c := range changes {
-			if c.Process.PID != pid {
+			if c.Publication.PID != pid {
 				continue
 			}
-			svc, _ := c.Process.Context.Resource.Get("service.name")
+			svc, _ := c.Publication.Context.Resource.Get("service.name")
 			got = append(got, kindName(c.Kind)+" "+svc.Str())
 		}
 	}
@@ -149,7 +150,7 @@ func TestLiveFork(t *testing.T) {
 	child := p.Fork()
 	require.Eventually(t, func() bool {
 		_, o := tr.Snapshot().Lookup(child)
-		return o == tracker.OutcomeNoContext
+		return o == tracker.AnswerNoContext
 	}, 10*time.Second, time.Millisecond)
 	got, _ := tr.Snapshot().Lookup(p.Pid)
 	require.NotNil(t, got)
@@ -203,7 +204,7 @@ func TestFallbackAsHelper(t *testing.T) {
 	cfg := tracker.DefaultConfig()
 	cfg.CollectionInterval = 200 * time.Millisecond
 	core, logs := observer.New(zap.InfoLevel)
-	tr, err := tracker.Open(cfg, zap.New(core))
+	tr, err := hostopen.Open(cfg, zap.New(core))
 	require.NoError(t, err)
 	tr.Start()
 	defer func() { _ = tr.Stop(context.Background()) }()
@@ -306,8 +307,8 @@ func TestLivePublishersFromAShell(t *testing.T) {
 				}
 				changes, _ := sub.Take()
 				for _, c := range changes {
-					if c.Kind == tracker.Published && want[c.Process.PID] {
-						found[c.Process.PID] = true
+					if c.Kind == tracker.Published && want[c.Publication.PID] {
+						found[c.Publication.PID] = true
 					}
 				}
 			}
@@ -322,7 +323,7 @@ func TestLivePublishersFromAShell(t *testing.T) {
 func TestLiveDefaultsCostTheHostNothing(t *testing.T) {
 	pubtest.RequireRoot(t)
 	core, logs := observer.New(zap.InfoLevel)
-	tr, err := tracker.Open(tracker.DefaultConfig(), zap.New(core))
+	tr, err := hostopen.Open(tracker.DefaultConfig(), zap.New(core))
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, tr.Stop(context.Background())) })
 	info := logs.FilterMessageSnippet("Process discovery").All()

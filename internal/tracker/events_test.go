@@ -132,10 +132,10 @@ func TestForkAndExec(t *testing.T) {
 	// Publication events tell of its context; its environment is not read
 	// yet: a lookup waits for a probe, which reads only that.
 	_, o := h.tr.Snapshot().Lookup(40)
-	assert.Equal(t, tracker.OutcomeUnknown, o)
+	assert.Equal(t, tracker.AnswerUnknown, o)
 	probeDone(t, h.tr.Probe([]int{40}, time.Minute))
 	_, o = h.tr.Snapshot().Lookup(40)
-	assert.Equal(t, tracker.OutcomeNoContext, o)
+	assert.Equal(t, tracker.AnswerNoContext, o)
 	assert.Zero(t, host.Count(trackertest.MethodMaps))
 	assert.Equal(t, 1, host.Count(trackertest.MethodEnviron))
 
@@ -188,7 +188,7 @@ func TestYoungReadMidUpdateRetriedSoon(t *testing.T) {
 	// The young read may have been started by the plan timer rather than
 	// by the scan, which then does not wait for it: wait until its torn
 	// result is applied, so that its retry is planned before the clock moves.
-	require.NoError(t, h.tr.Idle(context.Background()))
+	require.NoError(t, h.tr.WaitIdle(context.Background()))
 	host.Set(51, func(p *trackertest.Proc) { delete(p.Errs, "read") })
 	h.clock.Advance(100 * time.Millisecond) // the next young read is 2 s away
 	h.rescan()
@@ -247,7 +247,7 @@ func TestPublicationEventAwaited(t *testing.T) {
 	host.Add(141)
 	h, src := eventHarness(t, host, bothSources)
 	_, o := h.lookup(140)
-	require.Equal(t, tracker.OutcomeNoContext, o)
+	require.Equal(t, tracker.AnswerNoContext, o)
 
 	host.Publish(140, "just-published")
 	host.Set(140, func(p *trackertest.Proc) { p.Block = trackertest.MethodMaps })
@@ -255,7 +255,7 @@ func TestPublicationEventAwaited(t *testing.T) {
 	src.Send(tracker.Event{Kind: tracker.EventPublish, PID: 140})
 	require.Eventually(t, func() bool { return host.Count(trackertest.MethodMaps) > 0 }, 10*time.Second, time.Millisecond)
 	_, o = h.lookup(140)
-	assert.Equal(t, tracker.OutcomeUnknown, o, "the event's read is out")
+	assert.Equal(t, tracker.AnswerUnknown, o, "the event's read is out")
 	probed := h.tr.Probe([]int{140}, time.Minute)
 	require.NotNil(t, probed)
 	select {
@@ -272,14 +272,14 @@ func TestPublicationEventAwaited(t *testing.T) {
 	}
 	svc, o := h.lookup(140)
 	assert.Equal(t, "just-published", svc)
-	assert.Equal(t, tracker.OutcomeOK, o)
+	assert.Equal(t, tracker.AnswerOK, o)
 
 	// A publication event of a pid whose read finds nothing leaves it
 	// "no context" again.
 	host.ResetCounts()
 	src.Send(tracker.Event{Kind: tracker.EventPublish, PID: 141})
 	require.Eventually(t, func() bool { return host.Count(trackertest.MethodMaps) > 0 }, 10*time.Second, time.Millisecond)
-	require.Eventually(t, func() bool { _, o = h.lookup(141); return o == tracker.OutcomeNoContext }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { _, o = h.lookup(141); return o == tracker.AnswerNoContext }, 10*time.Second, time.Millisecond)
 }
 
 // A quarantined process's publication events read nothing sooner, so
@@ -296,9 +296,9 @@ func TestQuarantinedPublisherNotAwaited(t *testing.T) {
 	src.Send(tracker.Event{Kind: tracker.EventPublish, PID: 150})
 	src.Send(tracker.Event{Kind: tracker.EventPublish, PID: 151}) // handled after 150's
 	require.Eventually(t, func() bool { return host.Count(trackertest.MethodMaps) > 0 }, 10*time.Second, time.Millisecond)
-	require.Eventually(t, func() bool { _, o := tr.Snapshot().Lookup(151); return o == tracker.OutcomeNoContext }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { _, o := tr.Snapshot().Lookup(151); return o == tracker.AnswerNoContext }, 10*time.Second, time.Millisecond)
 	_, o := tr.Snapshot().Lookup(150)
-	assert.Equal(t, tracker.OutcomeStalled, o)
+	assert.Equal(t, tracker.Answer(tracker.OutcomeStalled), o)
 	assert.Equal(t, 1, host.Count(trackertest.MethodMaps), "151's read only")
 }
 
@@ -332,7 +332,7 @@ func TestExitDuringRead(t *testing.T) {
 	h.settle()
 	p, o := h.tr.Snapshot().Lookup(90)
 	assert.Nil(t, p, "the old process's context is not the new one's")
-	assert.Equal(t, tracker.OutcomeUnknown, o, "the new one's environment is not read yet")
+	assert.Equal(t, tracker.AnswerUnknown, o, "the new one's environment is not read yet")
 }
 
 // Dropped events make the next scan read everything events would have
@@ -397,7 +397,7 @@ func TestIdentityErrorsKeepKinds(t *testing.T) {
 	require.Eventually(t, func() bool { return host.Count(trackertest.MethodMaps) > 0 }, 10*time.Second, time.Millisecond)
 	require.Eventually(t, func() bool {
 		_, o := h.tr.Snapshot().Lookup(130)
-		return o == tracker.OutcomePermissionDenied
+		return o == tracker.Answer(tracker.OutcomePermissionDenied)
 	}, 10*time.Second, time.Millisecond, "the event's read")
 }
 
@@ -511,7 +511,7 @@ func TestPollYoungReadsBounded(t *testing.T) {
 	// young read is planned when the last one returns.
 	step := func() {
 		h.rescan()
-		require.NoError(t, h.tr.Idle(context.Background()))
+		require.NoError(t, h.tr.WaitIdle(context.Background()))
 	}
 	step() // meets it: the first read
 	for range 120 {
@@ -559,7 +559,7 @@ func TestEventsPidReusedBeforeItsExitIsReported(t *testing.T) {
 			h.settle()
 			assert.Empty(t, h.take(), "the old process's exit, reported late, is not the new one's")
 			svc, o := h.lookup(40)
-			assert.Equal(t, tracker.OutcomeOK, o)
+			assert.Equal(t, tracker.AnswerOK, o)
 			assert.Equal(t, "new", svc)
 		})
 	}
@@ -579,7 +579,7 @@ func TestQuarantineEndsWithARead(t *testing.T) {
 	require.Eventually(t, func() bool { return tr.StuckReads() == 0 }, 10*time.Second, time.Millisecond)
 	require.NoError(t, tr.Rescan(context.Background()))
 	_, o := tr.Snapshot().Lookup(160)
-	require.Equal(t, tracker.OutcomeStalled, o, "not before its backoff")
+	require.Equal(t, tracker.Answer(tracker.OutcomeStalled), o, "not before its backoff")
 
 	clock.Advance(cfg.QuarantineBackoff)
 	require.NoError(t, tr.Rescan(context.Background())) // runs what is due
@@ -604,7 +604,7 @@ func stalledAtStart(t *testing.T, host *trackertest.Host, pid int) (*tracker.Tra
 	clock.Advance(cfg.ReadTimeout + time.Millisecond)
 	<-tr.Ready()
 	_, o := tr.Snapshot().Lookup(pid)
-	require.Equal(t, tracker.OutcomeStalled, o)
+	require.Equal(t, tracker.Answer(tracker.OutcomeStalled), o)
 	return tr, src, clock
 }
 
@@ -618,7 +618,7 @@ func TestPublicationEventDuringAStalledRead(t *testing.T) {
 	host.Add(160)
 	h, src := eventHarness(t, host, bothSources)
 	_, o := h.lookup(160)
-	require.Equal(t, tracker.OutcomeNoContext, o)
+	require.Equal(t, tracker.AnswerNoContext, o)
 
 	host.Publish(160, "published-meanwhile")
 	host.Set(160, func(p *trackertest.Proc) { p.Block = trackertest.MethodMaps })
@@ -630,7 +630,7 @@ func TestPublicationEventDuringAStalledRead(t *testing.T) {
 	src.Send(tracker.Event{Kind: tracker.EventPublish, PID: 160}) // waits for the read out
 	h.settle()
 	h.clock.Advance(testConfig().ReadTimeout + time.Millisecond)
-	require.Eventually(t, func() bool { _, o := h.tr.Snapshot().Lookup(160); return o == tracker.OutcomeStalled },
+	require.Eventually(t, func() bool { _, o := h.tr.Snapshot().Lookup(160); return o == tracker.Answer(tracker.OutcomeStalled) },
 		10*time.Second, time.Millisecond, "quarantined, not waiting for a read no longer out")
 
 	host.Set(160, func(p *trackertest.Proc) { p.Block = "" })

@@ -79,7 +79,7 @@ type fleet struct {
 func (f *fleet) changesOfItsOwn(changes []tracker.Change) int {
 	n := 0
 	for _, c := range changes {
-		if f.pids[c.Process.PID] {
+		if f.pids[c.Publication.PID] {
 			n++
 		}
 	}

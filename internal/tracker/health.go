@@ -11,12 +11,11 @@ import (
 	"go.uber.org/zap"
 )
 
-// Errors of Tracker.Health, for components' status.
+// Errors of Tracker.Health, for components' status: the procfs cannot be
+// listed (no scan happens), or the collector's privileges keep it from
+// reading some processes (wrapping procfs.ErrPermissionDenied too).
 var (
-	// ErrCannotList is a procfs that cannot be listed: no scan happens.
 	ErrCannotList = errors.New("cannot list the host's processes")
-	// ErrCannotRead is processes that the collector's privileges keep it
-	// from reading (it wraps procfs.ErrPermissionDenied too).
 	ErrCannotRead = errors.New("cannot read some processes")
 )
 

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/processctx/otelcol-processctx/internal/hostopen"
 	"github.com/processctx/otelcol-processctx/internal/otep"
 	"github.com/processctx/otelcol-processctx/internal/procfs"
 	"github.com/processctx/otelcol-processctx/internal/pubtest"
@@ -57,10 +58,10 @@ func waitPublished(t *testing.T, tr *tracker.Tracker, pid int, service string, w
 
 func waitOutcome(t *testing.T, tr *tracker.Tracker, pid int, want tracker.Outcome) {
 	t.Helper()
-	var o tracker.Outcome
+	var o tracker.Answer
 	require.Eventually(t, func() bool {
 		_, o = tr.Snapshot().Lookup(pid)
-		return o == want
+		return o == tracker.Answer(want)
 	}, 30*time.Second, 5*time.Millisecond, "pid %d: want %s", pid, want)
 }
 
@@ -90,7 +91,7 @@ func TestHostileProcessesDoNotStallTheTracker(t *testing.T) {
 	waitOutcome(t, tr, header.Pid, tracker.OutcomeStalled)
 	waitPublished(t, tr, stopped.Pid, "good", 30*time.Second)
 	_, o := tr.Snapshot().Lookup(payload.Pid)
-	assert.Contains(t, []tracker.Outcome{tracker.OutcomeStalled, tracker.OutcomeInvalid}, o)
+	assert.Contains(t, []tracker.Answer{tracker.Answer(tracker.OutcomeStalled), tracker.Answer(tracker.OutcomeInvalid)}, o)
 	assert.Positive(t, tr.StuckReads())
 
 	// A publisher that appears after them is found within a few scans.
@@ -133,7 +134,7 @@ func TestStopWhileAReadIsStuck(t *testing.T) {
 	cfg.ReadTimeout = 200 * time.Millisecond
 	fs, err := procfs.NewFS("/")
 	require.NoError(t, err)
-	host, err := tracker.NewHost(fs, otep.DefaultLimits())
+	host, err := hostopen.NewHost(fs, otep.DefaultLimits())
 	require.NoError(t, err)
 	tr, err := tracker.New(host, cfg, zap.NewNop())
 	require.NoError(t, err)

@@ -21,6 +21,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/processctx/otelcol-processctx/internal/hostopen"
 	"github.com/processctx/otelcol-processctx/internal/otep"
 	"github.com/processctx/otelcol-processctx/internal/procfs"
 	"github.com/processctx/otelcol-processctx/internal/pubtest"
@@ -49,7 +50,7 @@ func newOwnHost(t *testing.T, fs *procfs.FS, pids ...int) *ownHost {
 		fs, err = procfs.NewFS("/")
 		require.NoError(t, err)
 	}
-	host, err := tracker.NewHost(fs, otep.DefaultLimits())
+	host, err := hostopen.NewHost(fs, otep.DefaultLimits())
 	require.NoError(t, err)
 	h := &ownHost{Host: host, pids: map[int]bool{}}
 	h.add(pids...)
@@ -93,7 +94,7 @@ func restrictedTracker(t *testing.T, cfg tracker.Config, pids ...int) (*tracker.
 	tr.Start()
 	t.Cleanup(func() { require.NoError(t, tr.Stop(context.Background())) })
 	<-tr.Ready()
-	return tr, tracker.ReaderOf(own.Host), clock
+	return tr, hostopen.ReaderOf(own.Host), clock
 }
 
 func rescan(t *testing.T, tr *tracker.Tracker) {
@@ -170,11 +171,11 @@ func TestPidReuseIsANewPublication(t *testing.T) {
 	changes, _ := sub.Take()
 	require.Len(t, changes, 2, "%+v", changes)
 	assert.Equal(t, tracker.Exited, changes[0].Kind)
-	assert.Equal(t, old.Key, changes[0].Process.Key)
+	assert.Equal(t, old.Key, changes[0].Publication.Key)
 	assert.Equal(t, tracker.Published, changes[1].Kind)
-	assert.Equal(t, pid, changes[1].Process.PID)
-	assert.NotEqual(t, old.StartTicks, changes[1].Process.StartTicks, "a new process")
-	v, _ := changes[1].Process.Context.Resource.Get("service.name")
+	assert.Equal(t, pid, changes[1].Publication.PID)
+	assert.NotEqual(t, old.StartTicks, changes[1].Publication.StartTicks, "a new process")
+	v, _ := changes[1].Publication.Context.Resource.Get("service.name")
 	assert.Equal(t, "second", v.Str())
 }
 
@@ -227,7 +228,7 @@ func TestTrackAsHelper(t *testing.T) {
 		clock.Advance(cfg.RescanInterval) // every process is re-read every scan
 		rescan(t, tr)
 	}
-	require.NoError(t, tr.Idle(context.Background()))
+	require.NoError(t, tr.WaitIdle(context.Background()))
 	_, stats := sub.Take()
 	report.Denied = stats[len(stats)-1].Denied
 	report.Warnings = logs.Len()

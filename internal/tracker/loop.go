@@ -11,26 +11,15 @@ import (
 	"go.uber.org/zap"
 )
 
-// loop is the tracker's goroutine and the parts it wires. It acts on one
-// thing at a time, a trigger (a tick, a read back, an event, a probe, a
-// call), handing it to the parts that own what it changes, then
-// publishes what changed (flush). Each part owns its fields, and the loop
-// touches them only through the part's methods:
-//
-//   - reg, the registry (registry.go): the processes, their incarnations
-//     and identities;
-//   - sched, the scheduler (schedule.go, plan.go): every decision of what
-//     to read and when, of each process and of the host;
-//   - scans (scan.go): the scan in progress and who waits for it;
-//   - pool (pool.go): the readers and their jobs;
-//   - out, the outputs (outputs.go): snapshot, changes, subscribers,
-//     views, ended publications retained;
-//   - probes (probe.go): the Probe calls waiting for reads;
-//   - events (sources.go): the event sources and their queue;
-//   - reports (reports.go, health.go): warnings, denied processes, health.
-//
-// What the loop itself does is wiring: apply.go applies what reads found,
-// events.go what events tell, scan.go starts and finishes scans.
+// loop is the tracker's goroutine and the parts it wires: it hands each
+// trigger (a tick, a read back, an event, a probe, a call) to the parts
+// that own what it changes, through their methods only, then publishes
+// what changed (flush). The parts (docs/internals.md draws them): reg
+// (registry.go), sched (schedule.go, plan.go: every "when"), scans
+// (scan.go), pool (pool.go), out (outputs.go), probes (probe.go), events
+// (sources.go), reports (reports.go, health.go). The loop's own code is
+// wiring: apply.go applies what reads found, events.go what events tell,
+// scan.go starts and finishes scans.
 type loop struct {
 	cfg   Config
 	host  Host

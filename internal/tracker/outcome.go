@@ -13,38 +13,23 @@ import (
 // ErrStalled is the error of a read abandoned at its deadline.
 var ErrStalled = errors.New("read did not return in time")
 
-// Outcome classifies what a read of a process, or a lookup of a pid, found.
+// Outcome classifies what a read of a process found.
 type Outcome uint8
 
+// OutcomeStalled: the read did not return before its deadline, or the
+// process is quarantined after such a read. NumOutcomes is the length of
+// arrays indexed by Outcome.
 const (
-	// OutcomeUnknown: the pid is not known yet, or a read that may tell its
-	// identity is under way or due (a lookup only).
-	OutcomeUnknown Outcome = iota
-	// OutcomeOK: a context was read.
-	OutcomeOK
-	// OutcomeUnchanged: the context had not changed (one timestamp read).
-	OutcomeUnchanged
-	// OutcomeNoContext: the process publishes no context.
-	OutcomeNoContext
-	// OutcomePermissionDenied: the reader lacks access to the process.
-	OutcomePermissionDenied
-	// OutcomeInvalid: the process publishes something that is not a valid
-	// context.
-	OutcomeInvalid
-	// OutcomeTooLarge: the context exceeds a limit.
-	OutcomeTooLarge
-	// OutcomeTorn: the context was being updated on every try.
-	OutcomeTorn
-	// OutcomeGone: the process exited while it was read.
-	OutcomeGone
-	// OutcomeStalled: the read did not return before its deadline, or the
-	// process is quarantined after such a read.
+	OutcomeOK               Outcome = iota + 1 // a context was read (0 is no outcome: AnswerUnknown)
+	OutcomeUnchanged                           // the context had not changed (one timestamp read)
+	OutcomeNoContext                           // the process publishes no context
+	OutcomePermissionDenied                    // the reader lacks access to the process
+	OutcomeInvalid                             // it publishes something that is not a valid context
+	OutcomeTooLarge                            // the context exceeds a limit
+	OutcomeTorn                                // the context was being updated on every try
+	OutcomeGone                                // the process exited while it was read
 	OutcomeStalled
-	// OutcomeError: any other failure (a procfs file that did not parse).
-	OutcomeError
-
-	// NumOutcomes is the number of outcomes: arrays indexed by Outcome
-	// have this length.
+	OutcomeError // any other failure (a procfs file that did not parse)
 	NumOutcomes
 )
 
@@ -54,13 +39,30 @@ const MaxPID = 1 << 22
 // ValidPID reports whether pid can name a process.
 func ValidPID(pid int) bool { return pid > 0 && pid < MaxPID }
 
-// Outcomes lists every outcome of a read, in order (OutcomeUnknown is not
-// one).
+// Outcomes lists every outcome of a read, in order.
 var Outcomes = []Outcome{OutcomeOK, OutcomeUnchanged, OutcomeNoContext, OutcomePermissionDenied,
 	OutcomeInvalid, OutcomeTooLarge, OutcomeTorn, OutcomeGone, OutcomeStalled, OutcomeError}
 
+// Answer is what a lookup of a pid answers (Snapshot.Lookup): AnswerOK
+// with a publication, AnswerUnknown while the pid is not known yet or a
+// read that may tell its identity is under way or due, else the Outcome of
+// the read that found none (Answer(o)). Arrays indexed by Outcome are by
+// Answer too.
+type Answer uint8
+
+// The answers named apart from the outcomes.
+const (
+	AnswerUnknown   Answer = 0
+	AnswerOK               = Answer(OutcomeOK)
+	AnswerNoContext        = Answer(OutcomeNoContext)
+	AnswerGone             = Answer(OutcomeGone)
+)
+
+// String returns the answer's name: the outcome's, or "unknown".
+func (a Answer) String() string { return Outcome(a).String() }
+
 var outcomeNames = [NumOutcomes]string{
-	OutcomeUnknown:          "unknown",
+	0:                       "unknown",
 	OutcomeOK:               "ok",
 	OutcomeUnchanged:        "unchanged",
 	OutcomeNoContext:        "no_context",

@@ -8,13 +8,14 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+
+	"github.com/processctx/otelcol-processctx/internal/pidtable"
 )
 
-// outputs is what the tracker tells: the snapshot lookups read (published
-// atomically), the changes and scan summaries for the subscribers and the
-// WithScanStats functions, the views computed once per publication, and
-// the ended publications kept for the grace period (the live ones are the
-// registry's). The loop records what changed and flushes it (publish,
+// outputs is what the tracker tells: the snapshot (published atomically),
+// the changes and scan summaries for the subscribers and WithScanStats,
+// the views, and the ended publications kept for the grace period (the
+// live ones are the registry's). The loop records and flushes (publish,
 // tell); other goroutines read snapshot and subscribe.
 type outputs struct {
 	snap   atomic.Pointer[Snapshot]
@@ -27,19 +28,16 @@ type outputs struct {
 	// the order its grace period ends.
 	ended      map[int]endedPub
 	endedQueue []endedPub
-	// dirty: publications changed since the last snapshot; touched lists
-	// the pids whose lookup answer may have; changes and stats (the last
-	// scan's summary) are the subscribers' next.
-	dirty   bool
-	touched []int
-	changes []Change
-	stats   *ScanStats
+	dirty      bool       // publications changed since the last snapshot
+	touched    []int      // the pids whose lookup answer may have changed
+	changes    []Change   // the subscribers' next
+	stats      *ScanStats // the last scan's summary, the subscribers' next
 }
 
 // endedPub is a publication that ended, kept until the clock until.
 type endedPub struct {
 	pid   int
-	p     *Process // in ended only
+	p     *Publication // in ended only
 	until int64
 }
 
@@ -47,7 +45,7 @@ type endedPub struct {
 // key.
 type view struct {
 	key   any
-	fn    func(*Process) any // nil once removed
+	fn    func(*Publication) any // nil once removed
 	users int
 }
 
@@ -55,7 +53,7 @@ type subscriber struct{ fn Subscriber }
 
 func (o *outputs) init() {
 	o.ended = map[int]endedPub{}
-	o.snap.Store(&Snapshot{byContainer: map[ContainerPid]*Process{}})
+	o.snap.Store(&Snapshot{byContainer: map[ContainerPid]*Publication{}})
 }
 
 func (o *outputs) callOnScan(fn func(ScanStats)) { o.onScan = append(o.onScan, fn) }
@@ -68,8 +66,8 @@ func (o *outputs) touch(pid int) { o.touched = append(o.touched, pid) }
 // record records a change of a publication. One that ends it is kept
 // until the clock until (0: not kept); any other replaces the ended one
 // of its pid.
-func (o *outputs) record(kind ChangeKind, pub *Process, until int64) {
-	o.changes = append(o.changes, Change{Kind: kind, Process: pub})
+func (o *outputs) record(kind ChangeKind, pub *Publication, until int64) {
+	o.changes = append(o.changes, Change{Kind: kind, Publication: pub})
 	o.dirty = true
 	switch {
 	case !kind.Ends():
@@ -111,7 +109,7 @@ func (o *outputs) handScan(stats *ScanStats) { o.stats = stats }
 // live publications (n of them), answer says what a lookup of a pid
 // without one answers. A snapshot says Scanned from the one that comes
 // with the first scan's summary.
-func (o *outputs) publish(live iter.Seq2[int, *Process], n int, answer func(pid int) Outcome) {
+func (o *outputs) publish(live iter.Seq2[int, *Publication], n int, answer func(pid int) Answer) {
 	cur := o.snap.Load()
 	scanned := cur.Scanned || o.stats != nil
 	if !o.dirty && len(o.touched) == 0 && cur.Scanned == scanned {
@@ -129,7 +127,7 @@ func (o *outputs) publish(live iter.Seq2[int, *Process], n int, answer func(pid 
 		for pid, e := range o.ended {
 			s.byPID.add(pid, e.p)
 		}
-		s.byContainer = map[ContainerPid]*Process{}
+		s.byContainer = map[ContainerPid]*Publication{}
 		for _, p := range s.byPID.all {
 			if cid := p.Identity.ContainerID; cid != "" {
 				k := ContainerPid{cid, p.Identity.VPID()}
@@ -140,12 +138,12 @@ func (o *outputs) publish(live iter.Seq2[int, *Process], n int, answer func(pid 
 			}
 		}
 	}
-	w := answerWriter{next: cur.answers}
+	w := pidtable.NewNibbleWriter(cur.answers)
 	for _, pid := range o.touched {
-		w.set(pid, answer(pid))
+		w.Set(pid, uint8(answer(pid)))
 	}
 	o.touched = o.touched[:0]
-	s.answers = w.next
+	s.answers = w.Table()
 	o.snap.Store(s)
 }
 
@@ -186,7 +184,7 @@ func (o *outputs) subscribe(s *subscriber) (unsubscribe func()) {
 
 // addView returns the view computed by fn under key: the one added before
 // under key (added false), or a new one.
-func (o *outputs) addView(key any, fn func(*Process) any) (v View, added bool) {
+func (o *outputs) addView(key any, fn func(*Publication) any) (v View, added bool) {
 	for i := range o.views {
 		if w := &o.views[i]; w.fn != nil && w.key == key {
 			w.users++
@@ -206,7 +204,7 @@ func (o *outputs) removeView(v View) {
 }
 
 // withViews returns a copy of p with the views' values.
-func (o *outputs) withViews(p *Process) *Process {
+func (o *outputs) withViews(p *Publication) *Publication {
 	c := *p
 	c.views = make([]any, len(o.views))
 	for i, v := range o.views {

@@ -52,12 +52,9 @@ type readPlan struct {
 
 // planner is every decision of what to read and when, from what is known
 // of the process or the host, the settings and the event sources; it
-// changes nothing (the scheduler carries out what it says, and paces what
-// is done at most once per interval: paced). Per process, next says which
-// read a trigger asks for and when; of the host, scanReads says whether a
-// scan lists it and reads every publisher, fitBudget which late
-// publishers a scan reads, backoff how long a stalled process waits, and
-// recheckAt when a process read without a context is due again.
+// changes nothing (the scheduler carries it out, and paces what is done
+// at most once per interval). Per process: next; of the host: scanReads,
+// fitBudget, backoff, recheckAt.
 type planner struct {
 	cfg *Config
 	// Publication events and process events come; the first scan finished.
@@ -170,7 +167,7 @@ func (pl planner) decide(p *proc, c cause, now int64) (cause, int64) {
 	case causeRescan:
 		skip = p.hasContext() || now-p.sched.lookedAt < int64(pl.rescanDelay(p)) || pl.nothingToFind(p)
 	case causeProbe:
-		skip = pl.answer(p, now) != OutcomeUnknown // known meanwhile: nothing a read could tell yet
+		skip = pl.answer(p, now) != AnswerUnknown // known meanwhile: nothing a read could tell yet
 	case causeYoung:
 		skip = p.hasContext() || p.sched.young >= youngReads || pl.nothingToFind(p)
 	case causeEnviron:
@@ -208,22 +205,21 @@ func listingCause(p *proc, ino uint64, full bool) cause {
 	return causeNone
 }
 
-// answer is what a lookup of the pid answers now while the snapshot has no
-// publication of it (a lookup's answer, not a read's outcome:
-// OutcomeUnknown while a read may tell what the lookup should wait for, a
-// publication event's or one due).
-func (pl planner) answer(p *proc, now int64) Outcome {
+// answer is what a lookup of the pid answers now: AnswerUnknown while a
+// read may tell what the lookup should wait for (a publication event's or
+// one due).
+func (pl planner) answer(p *proc, now int64) Answer {
 	switch {
 	case p.identity != nil:
-		return OutcomeOK // in the snapshot
+		return AnswerOK // in the snapshot
 	case p.awaitsEvent():
-		return OutcomeUnknown
+		return AnswerUnknown
 	case p.kernel:
-		return OutcomeNoContext
+		return AnswerNoContext
 	case p.found == OutcomeNoContext && (pl.envDue(p) || pl.contextDue(p, now)):
-		return OutcomeUnknown
+		return AnswerUnknown
 	}
-	return p.found
+	return Answer(p.found)
 }
 
 // envDue reports whether p's environment, a source, was not read since

@@ -24,8 +24,8 @@ func TestPlanner(t *testing.T) {
 		return &proc{start: 100, ino: 7, found: OutcomeNoContext, env: envRead, sched: schedule{lookedAt: now - int64(30*time.Minute)}}
 	}
 	with := func(p *proc, f func(*proc)) *proc { f(p); return p }
-	publisher := with(silent(), func(p *proc) { p.identity, p.found = &Process{Source: SourceContext}, OutcomeOK })
-	envNamed := with(silent(), func(p *proc) { p.identity, p.found = &Process{Source: SourceEnvironment}, OutcomeOK })
+	publisher := with(silent(), func(p *proc) { p.identity, p.found = &Publication{Source: SourceContext}, OutcomeOK })
+	envNamed := with(silent(), func(p *proc) { p.identity, p.found = &Publication{Source: SourceEnvironment}, OutcomeOK })
 	kernel := with(silent(), func(p *proc) { p.kernel = true })
 	reading := with(silent(), func(p *proc) { p.sched.reading = causeRescan })
 	quarantined := with(silent(), func(p *proc) { p.sched.stall = &stall{until: now + 30*sec, strikes: 1} })

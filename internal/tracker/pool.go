@@ -110,10 +110,8 @@ func (j *job) outcome() (jobState, int) {
 
 // worker is one reader goroutine.
 type worker struct {
-	current atomic.Pointer[job]
-	// replaced: a new worker took over when this one was abandoned; it
-	// exits when its stuck read returns, else it resumes.
-	replaced bool
+	current  atomic.Pointer[job]
+	replaced bool // a new worker took over when this one was abandoned: it exits when its read returns
 }
 
 // pool is the readers and their jobs: worker goroutines run the jobs the
@@ -127,10 +125,8 @@ type pool struct {
 	maxStalled int
 	now        func() time.Time
 
-	// The loop's: done jobs kept for reuse, and how many jobs are queued
-	// or read and not back yet.
-	free []*job
-	out  int
+	free []*job // the loop's: done jobs kept for reuse
+	out  int    // the loop's: jobs queued or read and not back yet
 
 	results  chan *job // done, stalled and not-run jobs, for the loop
 	released chan int  // pids whose abandoned read returned
@@ -144,18 +140,12 @@ type pool struct {
 	stalled        int // abandoned workers still blocked
 	running        int // worker goroutines, stuck ones too
 	exited         chan struct{}
-	// memFileOnly: MaxStalled workers are blocked: read all memory
-	// through the mem file, which fails at once where process_vm_readv
-	// waits.
-	memFileOnly atomic.Bool
+	memFileOnly    atomic.Bool // MaxStalled workers are blocked: all memory is read through the mem file
 }
 
 const (
-	// jobSize is the most requests one job of a scan carries.
-	jobSize = 128
-	// maxFreeJobs is how many done jobs are kept for reuse: enough for a
-	// steady scan, not a discovery's worth of memory.
-	maxFreeJobs = 2
+	jobSize     = 128 // the most requests one job of a scan carries
+	maxFreeJobs = 2   // done jobs kept for reuse: enough for a steady scan, not a discovery's worth
 )
 
 func newPool(host Host, cfg Config, now func() time.Time) *pool {

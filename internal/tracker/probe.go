@@ -28,7 +28,7 @@ type probes struct {
 	ended []chan struct{}
 }
 
-// Probe asks for the pids whose lookup says OutcomeUnknown to be read now,
+// Probe asks for the pids whose lookup says AnswerUnknown to be read now,
 // before any scan work: pids not known, and processes without a context
 // with a read due (their environment not read since their exec, or their
 // maps not for Config.RecheckInterval while no publication events come).
@@ -73,8 +73,7 @@ func (t *Tracker) ScanSoon() <-chan struct{} {
 }
 
 // probe handles a Probe call: a pid whose lookup cannot answer is read
-// now; the call waits for the reads that may tell what the snapshot does
-// not know yet.
+// now, and the call waits for the reads that may tell it.
 func (l *loop) probe(w *probeWait) {
 	now := l.clock()
 	w.until = now + int64(w.within)
@@ -87,7 +86,7 @@ func (l *loop) probe(w *probeWait) {
 			p = l.newProc(pid)
 		}
 		l.sched.act(pid, p, trigger{kind: onProbe})
-		if l.sched.answer(p, now) == OutcomeUnknown && p.sched.busy() && l.probes.wait(w, pid, now) {
+		if l.sched.answer(p, now) == AnswerUnknown && p.sched.busy() && l.probes.wait(w, pid, now) {
 			l.sched.expedite(pid, p)
 		}
 	}
@@ -116,8 +115,7 @@ func (ps *probes) waited(w *probeWait) {
 // waitsFor reports whether a probe waits for pid.
 func (ps *probes) waitsFor(pid int) bool { return len(ps.waiting[pid]) > 0 }
 
-// resolve counts pid as read for the probes waiting for it; those it ends
-// are woken with the next snapshot.
+// resolve counts pid as read for the probes waiting for it.
 func (ps *probes) resolve(pid int) {
 	ws := ps.waiting[pid]
 	delete(ps.waiting, pid)

@@ -17,8 +17,8 @@ type proc struct {
 
 	// Who it says it is: identity while it publishes a context
 	// (hasContext), or while its environment names it; otherwise found says
-	// what its last read found (OutcomeUnknown: not read yet).
-	identity *Process
+	// what its last read found (AnswerUnknown: not read yet).
+	identity *Publication
 	found    Outcome
 	kernel   bool // a kernel thread: no user memory, never read again
 	// env says whether its environment, fixed at exec, was read: what it
@@ -45,31 +45,23 @@ type proc struct {
 // follows the read differs (afterRead).
 type cause uint8
 
+// causeListing: a listing found a pid not known, or its /proc entry
+// changed: its start time tells whether it is still the same process.
+// causeProbe: a lookup cannot answer yet (not read, or envDue,
+// contextDue). causeYoung: while no publication events come, after an
+// exec or when a scan first met it. causeEnviron: after a fork or exec,
+// the new image's environment, not its maps (publication events tell of
+// its context).
 const (
 	causeNone cause = iota
-	// causeListing: a listing found a pid not known, or its /proc entry
-	// changed: its start time tells whether it is still the same process.
 	causeListing
-	// causeRefresh: a scan checks a publisher's timestamp.
-	causeRefresh
-	// causeRescan: a scan reads the maps of a process without a context
-	// again, for late publishers.
-	causeRescan
-	// causeProbe: telemetry names a pid whose lookup cannot answer yet:
-	// not read, or a read due (envDue, contextDue).
-	causeProbe
-	// causeEvent: a publication event (publish, memfd, unmap).
-	causeEvent
-	// causeRetry: a publication event's read found nothing yet (a memfd
-	// not written, an update in progress).
-	causeRetry
-	// causeYoung: a young process's next read, while no publication events
-	// come (after an exec, or when a scan first met it).
-	causeYoung
-	// causeQuarantine: a quarantined process's backoff has passed.
-	causeQuarantine
-	// causeEnviron: a fork or exec event: the environment of the new
-	// image is read, not its maps (publication events tell of its context).
+	causeRefresh    // a scan checks a publisher's timestamp
+	causeRescan     // a scan reads a process without a context again, for late publishers
+	causeProbe      // telemetry names the pid
+	causeEvent      // a publication event (publish, memfd, unmap)
+	causeRetry      // a publication event's read found nothing yet (memfd not written, mid-update)
+	causeYoung      // a young process's next read
+	causeQuarantine // a quarantined process's backoff has passed
 	causeEnviron
 )
 
@@ -80,18 +72,10 @@ func (c cause) urgent() bool {
 }
 
 const (
-	// minEventGap is the least time between two reads of one process
-	// caused by its events.
-	minEventGap = 10 * time.Millisecond
-	// publishRetries bounds the reads of a process whose publication event
-	// found no readable context yet.
-	publishRetries = 4
-	// rescanFastChecks is how many re-reads happen at RescanInterval
-	// before the wait starts doubling.
-	rescanFastChecks = 4
-	// quarantineGrowth bounds the quarantine backoff, which doubles from
-	// Config.QuarantineBackoff.
-	quarantineGrowth = 20
+	minEventGap      = 10 * time.Millisecond // between two reads of one process its events cause
+	publishRetries   = 4                     // reads after a publication event that found no context yet
+	rescanFastChecks = 4                     // re-reads at RescanInterval before the wait doubles
+	quarantineGrowth = 20                    // bounds the quarantine backoff: QuarantineBackoff times this
 )
 
 // youngDelays are the waits between the reads of a young process: one
@@ -106,12 +90,11 @@ const youngReads = uint8(len(youngDelays))
 // envState says whether a process's environment was read.
 type envState uint8
 
+// envTried: a read asked for it and did not read it (empty: mid-exec, or
+// none at all; or the read ended before it, at a context it could not
+// read): the next read asks again, but lookups do not wait for that.
 const (
 	envUnread envState = iota
-	// envTried: a read asked for it and did not read it (it was empty:
-	// mid-exec, or none at all; or the read ended before it, at a context
-	// mapping it could not read): the next read asks again, but lookups
-	// do not wait for that.
 	envTried
 	envRead
 )

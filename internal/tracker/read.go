@@ -18,19 +18,14 @@ import (
 // op is what a request reads of one process.
 type op uint8
 
+// opDiscover (a pid seen for the first time, or whose procfs directory
+// changed) reads its start time, then as opLocate; opRefresh reads the
+// maps again when the header is gone.
 const (
-	// opDiscover: a pid seen for the first time, or whose procfs directory
-	// changed: its start time, then as opLocate.
 	opDiscover op = iota
-	// opLocate: a process without a known context: its maps, and its
-	// context and identity when it has one.
-	opLocate
-	// opRefresh: a publisher: the header's timestamp, and the context and
-	// identity when it changed; the maps again when the header is gone.
-	opRefresh
-	// opDescribe: the executable (and why it cannot be read) of a process
-	// a warning names.
-	opDescribe
+	opLocate      // a process without a known context: its maps, its context and identity if any
+	opRefresh     // a publisher: the header's timestamp, the context and identity when it changed
+	opDescribe    // the executable (and why it cannot be read) of a process a warning names
 )
 
 // request is the reads of one process, run on a reader goroutine.

@@ -51,12 +51,12 @@ func (r *registry) renew(p *proc, start uint64, sameProcess bool) {
 }
 
 // identify gives p the identity pub; unidentify takes it and returns it.
-func (r *registry) identify(pid int, p *proc, pub *Process) {
+func (r *registry) identify(pid int, p *proc, pub *Publication) {
 	p.identity = pub
 	r.identified[pid] = struct{}{}
 }
 
-func (r *registry) unidentify(pid int, p *proc) *Process {
+func (r *registry) unidentify(pid int, p *proc) *Publication {
 	pub := p.identity
 	p.identity = nil
 	delete(r.identified, pid)
@@ -64,7 +64,7 @@ func (r *registry) unidentify(pid int, p *proc) *Process {
 }
 
 // publications calls yield for every live publication (every identity).
-func (r *registry) publications(yield func(int, *Process) bool) {
+func (r *registry) publications(yield func(int, *Publication) bool) {
 	for pid := range r.identified {
 		if !yield(pid, r.procs[pid].identity) {
 			return
@@ -85,7 +85,7 @@ func (r *registry) contexts() int {
 }
 
 // rewrite replaces every identity p by fn(p) (with the views' values).
-func (r *registry) rewrite(fn func(*Process) *Process) {
+func (r *registry) rewrite(fn func(*Publication) *Publication) {
 	for pid := range r.identified {
 		p := r.procs[pid]
 		p.identity = fn(p.identity)

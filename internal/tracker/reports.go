@@ -19,27 +19,18 @@ import (
 const maxReported = 5
 
 // reports is what the tracker reports of the processes it cannot read,
-// and of its health (health.go). The loop hands it each listing's outcome,
-// each scan's processes that cannot be read and the descriptions read for
-// its warnings; the scheduler paces the warnings (warn) and the reads of
-// the collector's privileges; components read DeniedProcesses and Health.
+// and its health (health.go). The loop hands it each listing's outcome,
+// each scan's unreadable processes and the descriptions read for its
+// warnings (an opDescribe job, under the read deadline); the scheduler
+// paces the warnings; components read DeniedProcesses and Health.
 //
-// It turns the processes that cannot be read into at most one warning
-// of each kind per warning interval, naming a few of them: their
-// executables (and why a denied one is denied) are read by an opDescribe
-// job, under the same deadline as every read. A denial that no privilege
-// or setting of the reader lifts (procfs.Unchangeable: a VM's init that
-// refuses even root) is no warning: it is said once, at info, and the
-// tracker leaves that process out of the counts it reports from then on
-// (proc.deniedForGood).
-//
-// The warning and DeniedProcesses count the same processes: those the
-// last listing of the host found it cannot read for lack of permission
-// (and without a context read before), less those it knows no setting
-// would let it read, whether it knew it at the listing (deniedForGood) or
-// learnt it from this warning's descriptions. Reads denied (the reads
-// metric's outcome permission_denied) are another count: a denied process
-// is read again on the rescan schedule, not at every scan.
+// A denial no privilege or setting lifts (procfs.Unchangeable: a VM's
+// init that refuses even root) is no warning: it is said once, at info,
+// and left out of the counts from then on (proc.deniedForGood). The
+// warning and DeniedProcesses count the same processes: those the last
+// listing found denied (without a context read before), less those. The
+// reads metric's permission_denied is another count: a denied process is
+// read again on the rescan schedule.
 type reports struct {
 	log                   *zap.Logger
 	readTimeout, interval time.Duration // Config.ReadTimeout, WarningInterval
@@ -68,8 +59,7 @@ type pendingReport struct {
 	left              int
 }
 
-// warning is a kind of warning.
-type warning uint8
+type warning uint8 // a kind of warning
 
 const (
 	deniedWarning warning = iota
@@ -82,8 +72,7 @@ type described struct {
 	exe, why string
 }
 
-// describedList is the processes a warning names.
-type describedList []described
+type describedList []described // the processes a warning names
 
 // tally is the processes of one warning's kind a scan met: how many and
 // the maxReported lowest pids.
@@ -123,10 +112,7 @@ func (k *tally) take(given bool, j *job, why bool) (list describedList, n int) {
 func (k *tally) reset() { k.n, k.pids = 0, k.pids[:0] }
 
 // DeniedProcesses returns how many processes the tracker cannot read for
-// lack of permission, as its permission warning counts them: those the
-// last listing of the host found denied, less those no privilege or
-// setting would let it read (said once, at info, and left out from then
-// on).
+// lack of permission, as its permission warning counts them (reports).
 func (t *Tracker) DeniedProcesses() int { return t.loop.reports.deniedCount() }
 
 func (r *reports) deniedCount() int { return int(r.deniedNow.Load()) }

@@ -110,7 +110,7 @@ func TestUnchangeableDenialsAreSaidOnce(t *testing.T) {
 			h := newHarness(t, cfg, host, opts...)
 			scan := func() {
 				h.rescan()
-				require.NoError(t, h.tr.Idle(context.Background())) // its report is out
+				require.NoError(t, h.tr.WaitIdle(context.Background())) // its report is out
 			}
 			for range 3 {
 				scan() // does not list the host with events
@@ -136,7 +136,7 @@ func TestUnchangeableDenialOfANewProcess(t *testing.T) {
 	deny(host.Add(8))
 	h := newHarness(t, testConfig(), host)
 	h.rescan()
-	require.NoError(t, h.tr.Idle(context.Background()))
+	require.NoError(t, h.tr.WaitIdle(context.Background()))
 	require.Equal(t, []string{"7 (proc-7), 8 (proc-8)"}, deniedReports(h.logs, zap.InfoLevel))
 
 	host.Remove(7)
@@ -145,7 +145,7 @@ func TestUnchangeableDenialOfANewProcess(t *testing.T) {
 	host.Set(7, func(p *trackertest.Proc) { p.Start++ })
 	h.rescan()
 	h.rescan()
-	require.NoError(t, h.tr.Idle(context.Background()))
+	require.NoError(t, h.tr.WaitIdle(context.Background()))
 	assert.Equal(t, []string{"7 (proc-7), 8 (proc-8)", "7 (proc-7)"}, deniedReports(h.logs, zap.InfoLevel))
 	assert.Empty(t, deniedReports(h.logs, zap.WarnLevel))
 }
@@ -184,7 +184,7 @@ func TestRealUnchangeableDenialIsNoWarning(t *testing.T) {
 			})
 			scan := func() {
 				rescan(t, tr)
-				require.NoError(t, tr.Idle(context.Background())) // no read runs when the clock moves
+				require.NoError(t, tr.WaitIdle(context.Background())) // no read runs when the clock moves
 			}
 			for range 3 {
 				scan()
@@ -192,7 +192,7 @@ func TestRealUnchangeableDenialIsNoWarning(t *testing.T) {
 				scan()
 			}
 			_, o := tr.Snapshot().Lookup(1)
-			assert.Equal(t, tracker.OutcomePermissionDenied, o)
+			assert.Equal(t, tracker.Answer(tracker.OutcomePermissionDenied), o)
 			infos := logs.FilterLevelExact(zap.InfoLevel).FilterMessageSnippet("permission denied").All()
 			require.Len(t, infos, 1, "%v", logs.All())
 			assert.Contains(t, infos[0].ContextMap()["pids"], "1 (")
@@ -234,7 +234,7 @@ func TestDeniedCountIsTheWarnings(t *testing.T) {
 			h := newHarness(t, cfg, host, opts...)
 			scan := func() {
 				h.rescan()
-				require.NoError(t, h.tr.Idle(context.Background())) // its report is out
+				require.NoError(t, h.tr.WaitIdle(context.Background())) // its report is out
 			}
 			warned := func() []int {
 				var n []int

@@ -10,6 +10,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/processctx/otelcol-processctx/internal/hostopen"
 	"github.com/processctx/otelcol-processctx/internal/naive"
 	"github.com/processctx/otelcol-processctx/internal/reader"
 	"github.com/processctx/otelcol-processctx/internal/tracker"
@@ -67,7 +68,7 @@ func startBenchTracker(b *testing.B, tune func(*tracker.Config)) *benchTracker {
 	clock := trackertest.NewClock()
 	// Opened as the components open theirs: with the event sources that
 	// cfg.Discovery asks for.
-	tr, err := tracker.Open(cfg, zap.NewNop(), tracker.WithClock(clock.Now))
+	tr, err := hostopen.Open(cfg, zap.NewNop(), tracker.WithClock(clock.Now))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -75,7 +76,7 @@ func startBenchTracker(b *testing.B, tune func(*tracker.Config)) *benchTracker {
 	tr.Start()
 	b.Cleanup(func() { _ = tr.Stop(context.Background()) })
 	sub := trackertest.Subscribe(b, tr)
-	return &benchTracker{tr: tr, reader: tracker.ReaderOf(host), clock: clock, cfg: cfg, sub: sub}
+	return &benchTracker{tr: tr, reader: hostopen.ReaderOf(host), clock: clock, cfg: cfg, sub: sub}
 }
 
 // scan moves the clock by a scan interval and waits for a scan.
@@ -90,7 +91,7 @@ func (bt *benchTracker) scan(b *testing.B) {
 // environment have none to refresh).
 func (bt *benchTracker) contexts() int {
 	n := 0
-	bt.tr.Snapshot().All(func(p *tracker.Process) bool {
+	bt.tr.Snapshot().All(func(p *tracker.Publication) bool {
 		if p.Live() && p.Source == tracker.SourceContext {
 			n++
 		}

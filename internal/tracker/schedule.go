@@ -10,13 +10,11 @@ import (
 	"github.com/processctx/otelcol-processctx/internal/reader"
 )
 
-// scheduler carries out the planner's decisions of what to read and when:
-// it starts the reads due now, queues the others for their time (runDue),
-// queues the rechecks, and keeps the state the decisions of the host
-// depend on (hostState). It alone writes each proc's schedule, the plan
-// and recheck queues and hostState. The loop hands it every trigger and
-// asks it what scans read; the reads it starts go to the pool, and it
-// tells the outputs the pids whose lookups may answer otherwise.
+// scheduler carries out the planner's decisions: it starts the reads due
+// now and queues the others (runDue) and the rechecks. It alone writes
+// each proc's schedule, the plan and recheck queues and hostState. The
+// loop hands it every trigger and asks it what scans read; its reads go to
+// the pool, and it tells the outputs the pids whose answers may change.
 type scheduler struct {
 	cfg    *Config
 	clock  func() int64 // the loop's
@@ -32,35 +30,25 @@ type scheduler struct {
 }
 
 // hostState is what the scheduler knows of the reads of the host as a
-// whole; the clocks are the loop's.
+// whole: the loop's clocks of the last listing, of the last scan that
+// read every publisher, of the last drop of publication events (processes
+// looked at before are due), of the last scans started for dropped events
+// and by ScanSoon, of each kind's last warning and the one before, of the
+// last read of the collector's privileges; and whether the next scan
+// lists the host (relist) and reads every publisher (reconcile).
 type hostState struct {
-	// listedAt is the clock of the last listing of the host; relist makes
-	// the next scan list it.
-	listedAt int64
-	relist   bool
-	// reconciledAt is the clock of the last scan that read every
-	// publisher; reconcile makes the next one do so (events were dropped).
-	reconciledAt int64
-	reconcile    bool
-	// pubLostAt is the clock when publication events were last dropped:
-	// processes looked at before then are due for a read.
-	pubLostAt int64
-	// lostScanAt and soonScanAt are the clocks of the last scans started
-	// for dropped events and by ScanSoon; warnedAt of the last warning of
-	// each kind, warnedBefore of the one before; accessAt of the last read
-	// of the collector's privileges.
-	lostScanAt, soonScanAt int64
-	warnedAt, warnedBefore [numWarnings]int64
-	accessAt               int64
+	listedAt, reconciledAt, pubLostAt int64
+	relist, reconcile                 bool
+	lostScanAt, soonScanAt            int64
+	warnedAt, warnedBefore            [numWarnings]int64
+	accessAt                          int64
 }
 
 // schedule is the scheduler's record of one process's reads.
 type schedule struct {
-	// The read out and the read planned (the planner says which).
-	reading, planned cause
-	// retries counts the reads of its retry series, young of its young
-	// series; rechecks its maps reads without a context since it last
-	// changed (the rescan backoff).
+	reading, planned cause // the read out and the read planned
+	// retries and young count the reads of its retry and young series,
+	// rechecks its maps reads without a context since it last changed.
 	retries, young, rechecks uint8
 	plannedAt                int64 // clock; at most now: once the read out returns
 	// lookedAt is the clock of its last maps read, or of the fork or exec
@@ -86,13 +74,12 @@ type stall struct {
 // not returned yet.
 type stuckRead uint8
 
+// Stuck in process_vm_readv (or another file), the mem file, which fails
+// at once on userfaultfd pages, may still be read; stuck even through it,
+// the process is not read again until that read returns.
 const (
 	notStuck stuckRead = iota
-	// stuckVMReadv: stuck in process_vm_readv (or another file): the mem
-	// file, which fails at once on userfaultfd pages, may still be read.
 	stuckVMReadv
-	// stuckMemFile: stuck even through the mem file: not read again until
-	// that read returns.
 	stuckMemFile
 )
 
@@ -120,7 +107,7 @@ func (s *scheduler) planner() planner {
 		scanned: s.scans.scanned(), pubLostAt: s.host.pubLostAt}
 }
 
-func (s *scheduler) answer(p *proc, now int64) Outcome { return s.planner().answer(p, now) }
+func (s *scheduler) answer(p *proc, now int64) Answer { return s.planner().answer(p, now) }
 
 // act hands tr to the planner and carries out what it says: the read
 // starts now, or is planned. With start and finish, the one place that
@@ -217,10 +204,10 @@ func (s *scheduler) start(pid int, p *proc, c cause, now int64) request {
 // it was for, nil when that exited or became another incarnation
 // meanwhile (the read is of the past), and what lookups answered while
 // the read was out.
-func (s *scheduler) finish(r *request) (*proc, Outcome) {
+func (s *scheduler) finish(r *request) (*proc, Answer) {
 	p := s.reg.get(r.pid)
 	if p == nil || p.serial != r.serial {
-		return nil, OutcomeUnknown
+		return nil, AnswerUnknown
 	}
 	now, ps := s.clock(), &p.sched
 	was := s.answer(p, now)

@@ -11,29 +11,25 @@ import (
 // ChangeKind says what happened to a publication.
 type ChangeKind uint8
 
+// Published is a context the subscriber has not seen (first sight, or
+// again after it ended); Invalidated, something unreadable (invalid, or
+// over a limit) published instead.
 const (
-	// Published: a process published a context the subscriber has not
-	// seen (first sight, or again after it ended).
-	Published ChangeKind = iota
-	// Updated: a process published a new version of its context.
-	Updated
-	// Unpublished: the process lives on but its context is gone.
-	Unpublished
-	// Invalidated: the process now publishes something unreadable
-	// (invalid, or over a limit).
+	Published   ChangeKind = iota
+	Updated                // a new version of the context
+	Unpublished            // the process lives on but its context is gone
 	Invalidated
-	// Exited: the process exited (or its pid names another process).
-	Exited
+	Exited // the process exited (or its pid names another process)
 )
 
 // Ends reports whether the change ends the publication.
 func (k ChangeKind) Ends() bool { return k >= Unpublished }
 
-// Change is one change of a publication. Process is the publication after
-// it (for a change that ends it, the last one read, with EndedAt set).
+// Change is one change of a publication: the publication after it (the
+// last one read, with EndedAt set, for a change that ends it).
 type Change struct {
-	Kind    ChangeKind
-	Process *Process
+	Kind        ChangeKind
+	Publication *Publication
 }
 
 // ScanStats summarizes one scan of the host.
@@ -43,11 +39,9 @@ type ScanStats struct {
 	Duration time.Duration
 	// Listed says whether the scan listed the host: while events tell of
 	// every fork and exit, most scans do not (Processes is then 0).
-	Listed bool
-	// Processes is the number of pids listed.
-	Processes int
-	// Publishers is the number of live publications after the scan.
-	Publishers int
+	Listed     bool
+	Processes  int // pids listed
+	Publishers int // live publications after the scan
 	// Reads counts, by outcome, the reads since the previous scan finished:
 	// the scan's, and those events and probes caused meanwhile.
 	Reads [NumOutcomes]int64
@@ -73,7 +67,7 @@ func (t *Tracker) Subscribe(ctx context.Context, fn Subscriber) (unsubscribe fun
 	err = t.loop.onLoop(ctx, func() {
 		var initial []Change
 		for _, p := range t.loop.reg.publications {
-			initial = append(initial, Change{Kind: Published, Process: p})
+			initial = append(initial, Change{Kind: Published, Publication: p})
 		}
 		unsubscribe = t.loop.out.subscribe(&subscriber{fn: fn})
 		if len(initial) > 0 {

@@ -12,7 +12,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/processctx/otelcol-processctx/internal/procfs"
-	"github.com/processctx/otelcol-processctx/internal/reader"
 )
 
 // Tracker tracks the processes of one host. See the package documentation.
@@ -37,8 +36,8 @@ func WithScanStats(fn func(ScanStats)) Option {
 	return func(t *Tracker) { t.loop.out.callOnScan(fn) }
 }
 
-// WithHostIdentity says which host the tracker reads (Open reads it from
-// the root path).
+// WithHostIdentity says which host the tracker reads (hostopen.Open reads
+// it from the root path).
 func WithHostIdentity(h procfs.HostIdentity) Option {
 	return func(t *Tracker) { t.hostID = h }
 }
@@ -50,15 +49,9 @@ func (t *Tracker) HostIdentity() procfs.HostIdentity { return t.hostID }
 // New returns a tracker that reads host. Start starts it; Stop releases
 // its event sources, started or not.
 func New(host Host, cfg Config, logger *zap.Logger, opts ...Option) (*Tracker, error) {
-	if err := cfg.validateSettings(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("tracker: %w", err)
 	}
-	return build(host, cfg, logger, opts...), nil
-}
-
-// build is New with cfg validated (Open validates it before it opens
-// anything).
-func build(host Host, cfg Config, logger *zap.Logger, opts ...Option) *Tracker {
 	l := &loop{
 		cfg:     cfg,
 		host:    host,
@@ -82,7 +75,7 @@ func build(host Host, cfg Config, logger *zap.Logger, opts ...Option) *Tracker {
 	l.pool = newPool(host, cfg, l.now)
 	l.events.add() // the channels, for the sources the options added
 	l.sched = scheduler{cfg: &l.cfg, clock: l.clock, reg: &l.reg, pool: l.pool, out: &l.out, events: &l.events, scans: &l.scans}
-	return t
+	return t, nil
 }
 
 // StuckReads returns how many reads were abandoned at their deadline and
@@ -91,15 +84,6 @@ func (t *Tracker) StuckReads() int { return t.loop.pool.stuck() }
 
 // Host returns the host the tracker reads.
 func (t *Tracker) Host() Host { return t.loop.host }
-
-// ReaderOf returns the procfs reader of a Host made by NewHost, for
-// callers that report its counters; nil for other hosts.
-func ReaderOf(h Host) *reader.Reader {
-	if ph, ok := h.(*procHost); ok {
-		return ph.reader
-	}
-	return nil
-}
 
 // Start starts the readers, the event sources and the loop; the first
 // scan begins after Config.InitialDelay (at once by default).
@@ -113,13 +97,11 @@ func (t *Tracker) Start() {
 	go t.loop.run()
 }
 
-// Stop stops the tracker and closes its event sources. It returns once the
-// loop has stopped, or with ctx's error; readers blocked in a read are left
-// behind and exit when the read returns. A tracker never started is
-// stopped too: Stop closes the event sources it was given (Open's netlink
-// socket and eBPF programs), and Start does nothing after it. Stop is the
-// one way to release them: whoever gets a tracker from Open or New calls
-// Stop, whether Start was called or not.
+// Stop stops the tracker and closes its event sources (hostopen.Open's
+// netlink socket and eBPF programs), started or not: whoever gets a
+// tracker calls Stop, and Start does nothing after it. It returns once
+// the loop has stopped, or with ctx's error; readers blocked in a read
+// exit when the read returns.
 func (t *Tracker) Stop(ctx context.Context) error {
 	t.loop.stopOnce.Do(func() { close(t.loop.stop) })
 	if t.loop.started.CompareAndSwap(false, true) {
@@ -143,8 +125,7 @@ func (t *Tracker) Stop(ctx context.Context) error {
 	return nil
 }
 
-// returned runs fn on a goroutine of its own and returns a channel closed
-// when fn returns.
+// returned runs fn on a goroutine and returns a channel closed when it returns.
 func returned(fn func()) <-chan struct{} {
 	c := make(chan struct{})
 	go func() { fn(); close(c) }()
@@ -173,9 +154,9 @@ func (t *Tracker) Rescan(ctx context.Context) error {
 	return await(ctx, t.loop, done)
 }
 
-// Idle waits until the tracker has nothing to read: no scan in progress,
+// WaitIdle waits until the tracker has nothing to read: no scan in progress,
 // no request queued or running, no warning waiting for its descriptions.
-func (t *Tracker) Idle(ctx context.Context) error {
+func (t *Tracker) WaitIdle(ctx context.Context) error {
 	for {
 		idle := false
 		if err := t.loop.onLoop(ctx, func() {
@@ -194,7 +175,7 @@ func (t *Tracker) Idle(ctx context.Context) error {
 // the view added under the same key, which fn would compute alike (the
 // pipelines of one processor share one). Every snapshot taken after
 // AddView returns has it.
-func (t *Tracker) AddView(ctx context.Context, key any, fn func(*Process) any) (View, error) {
+func (t *Tracker) AddView(ctx context.Context, key any, fn func(*Publication) any) (View, error) {
 	var v View
 	l := t.loop
 	err := l.onLoop(ctx, func() {
@@ -232,8 +213,8 @@ func (l *loop) onLoop(ctx context.Context, fn func()) error {
 // errStopped is what a call of a stopped tracker returns.
 var errStopped = errors.New("tracker stopped")
 
-// await waits for c: it returns errStopped when the loop stops first, ctx's error
-// when ctx ends first.
+// await waits for c, or returns errStopped or ctx's error when the loop
+// stops or ctx ends first.
 func await[T any](ctx context.Context, l *loop, c <-chan T) error {
 	select {
 	case <-c:
@@ -255,11 +236,11 @@ func (l *loop) clock() int64 { return int64(l.now().Sub(l.epoch)) + 1 }
 func (l *loop) flush() {
 	l.sched.markRechecks()
 	now := l.clock()
-	l.out.publish(l.reg.publications, l.reg.identities(), func(pid int) Outcome {
+	l.out.publish(l.reg.publications, l.reg.identities(), func(pid int) Answer {
 		if p := l.reg.get(pid); p != nil {
 			return l.sched.answer(p, now)
 		}
-		return OutcomeGone
+		return AnswerGone
 	})
 	l.out.tell()
 	l.probes.wake()

@@ -71,8 +71,8 @@ func (h *harness) take() []string {
 	changes, _ := h.sub.Take()
 	var out []string
 	for _, c := range changes {
-		svc, _ := c.Process.Context.Resource.Get("service.name")
-		out = append(out, fmt.Sprintf("%s %d %s", kindName(c.Kind), c.Process.PID, svc.Str()))
+		svc, _ := c.Publication.Context.Resource.Get("service.name")
+		out = append(out, fmt.Sprintf("%s %d %s", kindName(c.Kind), c.Publication.PID, svc.Str()))
 	}
 	return out
 }
@@ -81,7 +81,7 @@ func kindName(k tracker.ChangeKind) string {
 	return map[tracker.ChangeKind]string{tracker.Published: "published", tracker.Updated: "updated", tracker.Unpublished: "unpublished", tracker.Invalidated: "invalidated", tracker.Exited: "exited"}[k]
 }
 
-func (h *harness) lookup(pid int) (string, tracker.Outcome) {
+func (h *harness) lookup(pid int) (string, tracker.Answer) {
 	p, o := h.tr.Snapshot().Lookup(pid)
 	if p == nil {
 		return "", o
@@ -100,11 +100,11 @@ func TestLifecycle(t *testing.T) {
 	// The harness's first scans found the publisher.
 	svc, o := h.lookup(11)
 	assert.Equal(t, "checkout", svc)
-	assert.Equal(t, tracker.OutcomeOK, o)
+	assert.Equal(t, tracker.AnswerOK, o)
 	_, o = h.lookup(10)
-	assert.Equal(t, tracker.OutcomeNoContext, o)
+	assert.Equal(t, tracker.AnswerNoContext, o)
 	_, o = h.lookup(12)
-	assert.Equal(t, tracker.OutcomeUnknown, o)
+	assert.Equal(t, tracker.AnswerUnknown, o)
 
 	// Steady state: one timestamp read for the publisher, nothing else.
 	host.ResetCounts()
@@ -128,7 +128,7 @@ func TestLifecycle(t *testing.T) {
 	h.clock.Advance(testConfig().GracePeriod)
 	h.rescan()
 	_, o = h.lookup(11)
-	assert.Equal(t, tracker.OutcomeNoContext, o)
+	assert.Equal(t, tracker.AnswerNoContext, o)
 
 	host.Publish(11, "again")
 	h.clock.Advance(testConfig().RescanInterval)
@@ -143,7 +143,7 @@ func TestLifecycle(t *testing.T) {
 	h.clock.Advance(testConfig().GracePeriod)
 	h.rescan()
 	_, o = h.lookup(11)
-	assert.Equal(t, tracker.OutcomeGone, o, "known to be gone, without a read")
+	assert.Equal(t, tracker.AnswerGone, o, "known to be gone, without a read")
 }
 
 func TestPidReuse(t *testing.T) {
@@ -169,7 +169,7 @@ func TestPidReuse(t *testing.T) {
 	h.rescan()
 	assert.Equal(t, []string{"exited 20 new"}, h.take())
 	_, o := h.lookup(20)
-	assert.Equal(t, tracker.OutcomeNoContext, o)
+	assert.Equal(t, tracker.AnswerNoContext, o)
 }
 
 // A publisher that is exiting has lost its address space before the kernel
@@ -211,7 +211,7 @@ func TestReadOutcomes(t *testing.T) {
 			host.Publish(30, "x")
 			h := newHarness(t, testConfig(), host)
 			_, o := h.lookup(30)
-			assert.Equal(t, tt.want, o)
+			assert.Equal(t, tracker.Answer(tt.want), o)
 			assert.Empty(t, h.take())
 		})
 	}
@@ -331,11 +331,11 @@ func TestProbe(t *testing.T) {
 	}
 	svc, o := h.lookup(50)
 	assert.Equal(t, "new", svc)
-	assert.Equal(t, tracker.OutcomeOK, o)
+	assert.Equal(t, tracker.AnswerOK, o)
 	_, o = h.lookup(51)
-	assert.Equal(t, tracker.OutcomeNoContext, o)
+	assert.Equal(t, tracker.AnswerNoContext, o)
 	_, o = h.lookup(52)
-	assert.Equal(t, tracker.OutcomeGone, o, "no such process")
+	assert.Equal(t, tracker.AnswerGone, o, "no such process")
 
 	// A known pid answers at once, without a read.
 	host.ResetCounts()
@@ -379,13 +379,13 @@ func TestLookupWhilePublicationIsApplied(t *testing.T) {
 	<-host.entered // 60 applied, the snapshot not published yet
 	p, o := tr.Snapshot().Lookup(60)
 	assert.Nil(t, p)
-	assert.Equal(t, tracker.OutcomeUnknown, o, "not known yet: a batch probes it")
+	assert.Equal(t, tracker.AnswerUnknown, o, "not known yet: a batch probes it")
 	probed := tr.Probe([]int{60}, time.Minute)
 	close(host.resume)
 	<-probed
 	p, o = tr.Snapshot().Lookup(60)
 	require.NotNil(t, p, "the probe ends with the snapshot that has the publication")
-	assert.Equal(t, tracker.OutcomeOK, o)
+	assert.Equal(t, tracker.AnswerOK, o)
 }
 
 // Whoever Ready wakes finds the first scan in the snapshot. (Ready was
@@ -419,7 +419,7 @@ func TestProbeRechecksWhenDue(t *testing.T) {
 	h := newHarness(t, cfg, host)
 	host.Publish(60, "late")
 	_, o := h.lookup(60)
-	require.Equal(t, tracker.OutcomeNoContext, o, "read at discovery")
+	require.Equal(t, tracker.AnswerNoContext, o, "read at discovery")
 
 	host.ResetCounts()
 	probeDone(t, h.tr.Probe([]int{60}, time.Minute))
@@ -428,10 +428,10 @@ func TestProbeRechecksWhenDue(t *testing.T) {
 	h.clock.Advance(cfg.RecheckInterval)
 	h.rescan() // the loop notes for the snapshot that the read fell due
 	_, o = h.lookup(60)
-	require.Equal(t, tracker.OutcomeUnknown, o, "a read is due")
+	require.Equal(t, tracker.AnswerUnknown, o, "a read is due")
 	probeDone(t, h.tr.Probe([]int{60}, time.Minute))
 	svc, o := h.lookup(60)
-	assert.Equal(t, tracker.OutcomeOK, o, "the probe waited for the read")
+	assert.Equal(t, tracker.AnswerOK, o, "the probe waited for the read")
 	assert.Equal(t, "late", svc)
 	assert.Equal(t, []string{"published 60 late"}, h.take())
 }
@@ -468,7 +468,7 @@ func TestViews(t *testing.T) {
 	h := newHarness(t, testConfig(), host)
 	ctx := context.Background()
 	computed := 0
-	viewOf := func(p *tracker.Process) any {
+	viewOf := func(p *tracker.Publication) any {
 		computed++ // on the tracker's loop only
 		s, _ := p.Context.Resource.Get("service.name")
 		return "view of " + s.Str()
@@ -487,7 +487,7 @@ func TestViews(t *testing.T) {
 	h.rescan()
 	p, _ = h.tr.Snapshot().Lookup(80)
 	assert.Equal(t, "view of b", v.Of(p))
-	require.NoError(t, h.tr.Idle(ctx))
+	require.NoError(t, h.tr.WaitIdle(ctx))
 	assert.Equal(t, 2, computed)
 
 	// Computed until its last user removes it.
@@ -555,7 +555,7 @@ func TestStalledReadIsQuarantined(t *testing.T) {
 	p, _ := tr.Snapshot().Lookup(91)
 	require.NotNil(t, p, "the good publisher is read")
 	_, o := tr.Snapshot().Lookup(90)
-	assert.Equal(t, tracker.OutcomeStalled, o)
+	assert.Equal(t, tracker.Answer(tracker.OutcomeStalled), o)
 
 	// Reported once, with its pid and executable.
 	require.Eventually(t, func() bool { return logs.FilterMessageSnippet("quarantined").Len() == 1 }, 10*time.Second, time.Millisecond)
@@ -638,7 +638,7 @@ func TestScanTimeout(t *testing.T) {
 	snap := tr.Snapshot()
 	assert.True(t, snap.Scanned)
 	_, o := snap.Lookup(80)
-	assert.NotEqual(t, tracker.OutcomeGone, o, "a process whose read is out is not swept")
+	assert.NotEqual(t, tracker.AnswerGone, o, "a process whose read is out is not swept")
 
 	host.Set(80, func(p *trackertest.Proc) { p.Block = "" })
 	host.Publish(80, "late")
@@ -782,7 +782,7 @@ func TestSubscribers(t *testing.T) {
 	changes, _ := late.Take()
 	require.Len(t, changes, 1)
 	assert.Equal(t, tracker.Published, changes[0].Kind)
-	assert.Equal(t, 6, changes[0].Process.PID)
+	assert.Equal(t, 6, changes[0].Publication.PID)
 }
 
 func TestScanStats(t *testing.T) {
@@ -855,7 +855,7 @@ func TestKernelThreadsNotRead(t *testing.T) {
 	host.Add(2).Kernel = true
 	h := newHarness(t, testConfig(), host)
 	_, o := h.tr.Snapshot().Lookup(2)
-	assert.Equal(t, tracker.OutcomeNoContext, o)
+	assert.Equal(t, tracker.AnswerNoContext, o)
 	h.clock.Advance(time.Hour)
 	h.rescan()
 	probeDone(t, h.tr.Probe([]int{2}, time.Minute))
@@ -906,7 +906,7 @@ func TestReadNeededNowIsTakenOutOfAHeldJob(t *testing.T) {
 				return p != nil
 			}, 10*time.Second, time.Millisecond, "pid 11 read while pid 10's read holds its job")
 			_, o := tr.Snapshot().Lookup(10)
-			assert.Equal(t, tracker.OutcomeUnknown, o, "pid 10's read is still out")
+			assert.Equal(t, tracker.AnswerUnknown, o, "pid 10's read is still out")
 		})
 	}
 }

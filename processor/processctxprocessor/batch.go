@@ -44,13 +44,13 @@ type batch struct {
 }
 
 // resolved is a pid looked up: the enrichment of its publication (nil when
-// none), the host pid, what the lookup found (tracker.OutcomeUnknown: not
+// none), the host pid, what the lookup found (tracker.AnswerUnknown: not
 // read yet) and, for regrouping, the number of items naming it and their
 // group.
 type resolved struct {
 	e       *enrichment
 	host    int
-	outcome tracker.Outcome
+	outcome tracker.Answer
 	items   int
 	group   int32
 }
@@ -72,36 +72,36 @@ func (p *instance) newBatch() *batch {
 	return b
 }
 
-// lookup returns the enrichment of pid's publication, or nil and what the
+// lookupOrQueue returns the enrichment of pid's publication, or nil and what the
 // snapshot knows of pid. A pid the snapshot cannot answer for yet (not
 // read, or a read due that may find its identity: a process that exec'd
 // and was not read since, one whose maps were last read recheck_interval
 // ago) is noted to be probed, unless the batch is final.
-func (b *batch) lookup(pid int) (*enrichment, tracker.Outcome) {
+func (b *batch) lookupOrQueue(pid int) (*enrichment, tracker.Answer) {
 	if pid == invalidPID {
 		return nil, outcomeInvalidPID
 	}
 	proc, o := b.snap.Lookup(pid)
 	if proc != nil {
 		if e, ok := b.tv.view.Of(proc).(*enrichment); ok {
-			return e, tracker.OutcomeOK
+			return e, tracker.AnswerOK
 		}
 		// Published before the view was added: the next snapshot has it.
-		o = tracker.OutcomeUnknown
+		o = tracker.AnswerUnknown
 	}
-	if o == tracker.OutcomeUnknown && !b.final {
+	if o == tracker.AnswerUnknown && !b.final {
 		b.unknown = append(b.unknown, pid)
 	}
 	return nil, o
 }
 
 // waiting reports whether an outcome is a read the batch still waits for.
-func (b *batch) waiting(o tracker.Outcome) bool { return o == tracker.OutcomeUnknown && !b.final }
+func (b *batch) waiting(o tracker.Answer) bool { return o == tracker.AnswerUnknown && !b.final }
 
 // count counts n items not enriched by the outcome of their pid's lookup:
 // a pid still unknown when the batch leaves was not read in time.
-func (b *batch) count(o tracker.Outcome, n int) {
-	if o == tracker.OutcomeUnknown {
+func (b *batch) count(o tracker.Answer, n int) {
+	if o == tracker.AnswerUnknown {
 		b.counts.outcomes[timedOut] += int64(n)
 		return
 	}
@@ -117,35 +117,35 @@ func (b *batch) countEnriched(e *enrichment, n int) {
 // resolve resolves a pid found on (or under) a resource whose container.id
 // is cid ("" for none): the enrichment, the lookup's outcome and the host
 // pid.
-func (b *batch) resolve(cid string, pid int) (*enrichment, tracker.Outcome, int) {
+func (b *batch) resolve(cid string, pid int) (*enrichment, tracker.Answer, int) {
 	if cid != "" {
 		return b.resolveInContainer(cid, pid)
 	}
-	e, o := b.lookup(pid)
+	e, o := b.lookupOrQueue(pid)
 	return e, o, pid
 }
 
 // resolveInContainer resolves pid as seen by container cid: a host pid of a
 // process in that container (as host agents report it), else the pid of a
 // process inside the container's pid namespace.
-func (b *batch) resolveInContainer(cid string, pid int) (*enrichment, tracker.Outcome, int) {
+func (b *batch) resolveInContainer(cid string, pid int) (*enrichment, tracker.Answer, int) {
 	if pid == invalidPID {
 		return nil, outcomeInvalidPID, pid
 	}
 	if proc, _ := b.snap.Lookup(pid); proc != nil && proc.Identity.ContainerID == cid {
-		e, o := b.lookup(pid)
+		e, o := b.lookupOrQueue(pid)
 		return e, o, pid
 	}
 	if proc := b.snap.InContainer(cid, pid); proc != nil {
-		e, o := b.lookup(proc.PID)
+		e, o := b.lookupOrQueue(proc.PID)
 		return e, o, proc.PID
 	}
 	if b.final {
-		return nil, tracker.OutcomeNoContext, pid
+		return nil, tracker.AnswerNoContext, pid
 	}
 	// Only a scan finds a new process by its namespace pid.
 	b.wantScan = true
-	return nil, tracker.OutcomeUnknown, pid
+	return nil, tracker.AnswerUnknown, pid
 }
 
 // resolveMemo is resolve for the pids of records and samples, which

@@ -16,7 +16,7 @@ import (
 	"github.com/processctx/otelcol-processctx/internal/attrpolicy"
 	"github.com/processctx/otelcol-processctx/internal/configkeys"
 	"github.com/processctx/otelcol-processctx/internal/entitymodel"
-	"github.com/processctx/otelcol-processctx/internal/tracker"
+	"github.com/processctx/otelcol-processctx/internal/sharedtracker"
 )
 
 // Defaults and bounds of the configuration (README.md explains each).
@@ -91,7 +91,7 @@ func createDefaultConfig() *Config {
 
 // Validate implements confmap.Validator: it reports every problem, by key.
 func (c *Config) Validate() error {
-	errs := []error{configkeys.Unknown(c, c.Unknown, configkeys.Elsewhere{Name: "the process_context extension", Config: tracker.Config{}})}
+	errs := []error{configkeys.Unknown(c, c.Unknown, configkeys.Elsewhere{Name: "the process_context extension", Config: sharedtracker.Settings{}})}
 	switch {
 	case len(c.PIDAttributes) == 0:
 		errs = append(errs, errors.New("pid_attributes must list at least one attribute key"))
@@ -103,7 +103,7 @@ func (c *Config) Validate() error {
 	case d <= 0 || d > maxLookupTimeout:
 		errs = append(errs, fmt.Errorf("lookup_timeout must be positive and at most %s, got %s", maxLookupTimeout, d))
 	default:
-		errs = append(errs, tracker.BelowFloor("lookup_timeout", d, floorLookupTimeout, maxLookupTimeout))
+		errs = append(errs, configkeys.BelowFloor("lookup_timeout", d, floorLookupTimeout, maxLookupTimeout))
 	}
 	if c.UnqualifiedPids != UnqualifiedVerify && c.UnqualifiedPids != UnqualifiedHost {
 		errs = append(errs, fmt.Errorf("unqualified_pids must be %q or %q, got %q", UnqualifiedVerify, UnqualifiedHost, c.UnqualifiedPids))

@@ -7,7 +7,7 @@ import (
 	"github.com/processctx/otelcol-processctx/internal/tracker"
 )
 
-// Items are counted by what became of them: the tracker.Outcome of their
+// Items are counted by what became of them: the tracker.Answer of their
 // pid's lookup, or one of the processor's own results, which follow the
 // outcomes.
 const (
@@ -25,7 +25,7 @@ const (
 
 // outcomeInvalidPID is what the lookup of invalidPID answers, without
 // looking: batch.count counts it under invalidPIDCount.
-const outcomeInvalidPID = tracker.Outcome(invalidPIDCount)
+const outcomeInvalidPID = tracker.Answer(invalidPIDCount)
 
 // numSources is the number of tracker.Source values: the enriched items
 // are counted by the source of their process's identity.
@@ -64,15 +64,15 @@ func countName(i int) string {
 	case invalidPIDCount:
 		return "invalid_pid"
 	}
-	return tracker.Outcome(i).String()
+	return tracker.Answer(i).String()
 }
 
 // isErrorCount reports whether the errors metric reports count i: every
 // failure, but not a process that publishes nothing or has gone (the
 // no_context metric's).
 func isErrorCount(i int) bool {
-	switch tracker.Outcome(i) {
-	case tracker.OutcomeUnknown, tracker.OutcomeOK, tracker.OutcomeUnchanged, tracker.OutcomeNoContext, tracker.OutcomeGone:
+	switch tracker.Answer(i) {
+	case tracker.AnswerUnknown, tracker.AnswerOK, tracker.Answer(tracker.OutcomeUnchanged), tracker.AnswerNoContext, tracker.AnswerGone:
 		return false
 	}
 	return i < numCounts

@@ -60,7 +60,7 @@ var identityKeys = [...]string{entitymodel.ServiceInstanceIDKey, entitymodel.Ser
 // observations of the process come before the published keys of the
 // same names, which the policy copies (observed.copy) only where the
 // collector has none; none of them replaces the telemetry's own.
-func (p *instance) enrichmentOf(proc *tracker.Process) any {
+func (p *instance) enrichmentOf(proc *tracker.Publication) any {
 	res := proc.Context.Resource
 	e := &enrichment{attrs: pcommon.NewMap(), vpid: proc.Identity.VPID(), source: proc.Source}
 	e.attrs.EnsureCapacity(res.Len() + len(observedByHost))

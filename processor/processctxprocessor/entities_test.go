@@ -363,7 +363,7 @@ func TestEnvironmentIdentity(t *testing.T) {
 	env := pcommon.NewMap()
 	env.PutStr("service.name", "from-env")
 	env.PutStr("deployment.environment.name", "prod")
-	proc := &tracker.Process{
+	proc := &tracker.Publication{
 		Key:      tracker.Key{PID: 42, StartTicks: 1042},
 		Identity: procfs.Identity{PID: 42, StartTicks: 1042, CreationTime: fakeCreationTime(1042)},
 		Source:   tracker.SourceEnvironment,

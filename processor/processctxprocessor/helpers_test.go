@@ -27,6 +27,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/processctx/otelcol-processctx/internal/hostopen"
 	"github.com/processctx/otelcol-processctx/internal/otep"
 	"github.com/processctx/otelcol-processctx/internal/procfs"
 	"github.com/processctx/otelcol-processctx/internal/pubtest"
@@ -81,7 +82,7 @@ func newHarness(t testing.TB, cfg *Config) *harness {
 	tc := tracker.DefaultConfig()
 	fs, err := procfs.NewFS(tc.RootPath)
 	require.NoError(t, err)
-	host, err := tracker.NewHost(fs, tc.Limits())
+	host, err := hostopen.NewHost(fs, tc.Limits())
 	require.NoError(t, err)
 	counting := &mapsCountingHost{Host: host, reads: map[int]int{}}
 	tr, err := tracker.New(counting, tc, zap.NewNop())

@@ -61,7 +61,7 @@ type instance struct {
 // trackerView is the tracker a started instance reads and the view of
 // enrichments it added to it.
 type trackerView struct {
-	tracker *tracker.Tracker
+	tracker sharedtracker.Lookup
 	view    tracker.View
 }
 
@@ -97,7 +97,7 @@ func newInstance(set processor.Settings, cfg *Config, signal string) (*instance,
 // pipelines of one processor ID); the tracker's health becomes the
 // instance's status.
 func (p *instance) start(ctx context.Context, host component.Host) error {
-	tr, id, err := sharedtracker.Find(host, p.trackerID)
+	tr, id, err := sharedtracker.FindLookup(host, p.trackerID)
 	if err != nil {
 		return fmt.Errorf("process_context processor: %w", err)
 	}

@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.uber.org/zap"
 
+	"github.com/processctx/otelcol-processctx/internal/hostopen"
 	"github.com/processctx/otelcol-processctx/internal/otep"
 	"github.com/processctx/otelcol-processctx/internal/pubtest"
 	"github.com/processctx/otelcol-processctx/internal/tracker"
@@ -273,7 +274,7 @@ func TestPublicationEventEnrichesTheNextBatch(t *testing.T) {
 	tc.CollectionInterval, tc.RecheckInterval = time.Hour, time.Hour
 	tc.Discovery = tracker.DiscoveryEvents
 	tc.PublicationEvents = trackertest.PublicationEvents(t)
-	tr, err := tracker.Open(tc, zap.NewNop())
+	tr, err := hostopen.Open(tc, zap.NewNop())
 	require.NoError(t, err)
 	h := newHarnessOn(t, testConfig(), tr)
 	p := pubtest.Start(t, pubtest.Go, pubtest.Options{})

@@ -77,7 +77,7 @@ type book struct {
 
 // entity is one process entity the receiver has stated.
 type entity struct {
-	p        *tracker.Process // its latest publication
+	p        *tracker.Publication // its latest publication
 	ended    bool
 	instance string        // the service.instance.id it is a live process of; "" for none
 	statedAt time.Time     // when its last state became owed
@@ -88,14 +88,14 @@ type entity struct {
 // owed is one entity event the next consumer has not accepted.
 type owed struct {
 	e      *entity
-	p      *tracker.Process
+	p      *tracker.Publication
 	at     time.Time
 	reason string // "" for a state
 	// Set by batch, as the book stands when the event is handed over:
 	// peers are the live processes of a state's service instance (itself
 	// included); endsInstance says that a delete's process was the last
 	// live one of its service instance.
-	peers        []*tracker.Process
+	peers        []*tracker.Publication
 	endsInstance bool
 }
 
@@ -125,7 +125,7 @@ func (b *book) record(changes []tracker.Change, scan *tracker.ScanStats) {
 		if c.Kind.Ends() {
 			b.ended(c, now)
 		} else {
-			b.stated(c.Process, now)
+			b.stated(c.Publication, now)
 		}
 	}
 	if scan != nil {
@@ -142,7 +142,7 @@ func (b *book) record(changes []tracker.Change, scan *tracker.ScanStats) {
 }
 
 // stated owes a state of p's entity.
-func (b *book) stated(p *tracker.Process, now time.Time) {
+func (b *book) stated(p *tracker.Publication, now time.Time) {
 	e := b.entities[p.Key]
 	if e == nil {
 		if !b.filter.selects(p.Identity.ExecutableName) {
@@ -164,7 +164,7 @@ func (b *book) stated(p *tracker.Process, now time.Time) {
 
 // ended owes a delete of the entity c ends, if it was stated.
 func (b *book) ended(c tracker.Change, now time.Time) {
-	e := b.entities[c.Process.Key]
+	e := b.entities[c.Publication.Key]
 	if e == nil {
 		return // never stated (filtered out)
 	}
@@ -175,7 +175,7 @@ func (b *book) ended(c tracker.Change, now time.Time) {
 	case tracker.Invalidated:
 		reason = reasonInvalid
 	}
-	e.p, e.ended = c.Process, true
+	e.p, e.ended = c.Publication, true
 	b.join(e, "")
 	if e.delete != nil {
 		b.deletes.Remove(e.delete)
@@ -209,7 +209,7 @@ func (b *book) join(e *entity, id string) {
 
 // instanceID is the service.instance.id p's identity publishes, for a
 // named service; "" for none.
-func instanceID(p *tracker.Process) string {
+func instanceID(p *tracker.Publication) string {
 	if strAttr(p.Context.Resource, entitymodel.ServiceNameKey) == "" {
 		return ""
 	}
@@ -234,7 +234,7 @@ func (b *book) instanceView(o *owed) {
 	if !slices.Contains(o.peers, o.p) {
 		o.peers = append(o.peers, o.p) // a state handed over after its process ended
 	}
-	slices.SortFunc(o.peers, func(a, b *tracker.Process) int { return cmp.Compare(a.PID, b.PID) })
+	slices.SortFunc(o.peers, func(a, b *tracker.Publication) int { return cmp.Compare(a.PID, b.PID) })
 }
 
 // oweState makes e's state owed now, replacing one not accepted.

@@ -131,9 +131,9 @@ func TestBook(t *testing.T) {
 					if version[op.pid] == 1 {
 						kind = tracker.Published
 					}
-					b.record([]tracker.Change{{Kind: kind, Process: versionOf(op.pid, version[op.pid])}}, nil)
+					b.record([]tracker.Change{{Kind: kind, Publication: versionOf(op.pid, version[op.pid])}}, nil)
 				case "exit":
-					b.record([]tracker.Change{{Kind: tracker.Exited, Process: versionOf(op.pid, version[op.pid])}}, nil)
+					b.record([]tracker.Change{{Kind: tracker.Exited, Publication: versionOf(op.pid, version[op.pid])}}, nil)
 				case "wait":
 					now = now.Add(op.d)
 				case "restate":
@@ -165,9 +165,9 @@ func TestBookBatchKeepsDeletesAfterStates(t *testing.T) {
 	cfg.QueueSize = 2 * maxBatchEvents
 	b := newBook(cfg)
 	for pid := 1; pid <= maxBatchEvents+1; pid++ {
-		b.record([]tracker.Change{{Kind: tracker.Published, Process: versionOf(pid, 1)}}, nil)
+		b.record([]tracker.Change{{Kind: tracker.Published, Publication: versionOf(pid, 1)}}, nil)
 	}
-	b.record([]tracker.Change{{Kind: tracker.Exited, Process: versionOf(maxBatchEvents+1, 1)}}, nil)
+	b.record([]tracker.Change{{Kind: tracker.Exited, Publication: versionOf(maxBatchEvents+1, 1)}}, nil)
 	batch := b.batch()
 	assert.Len(t, batch, maxBatchEvents)
 	b.settle(batch, accepted)
@@ -178,17 +178,17 @@ func TestBookBatchKeepsDeletesAfterStates(t *testing.T) {
 // owed: the consumer accepted the older one.
 func TestBookSettleKeepsWhatChangedMeanwhile(t *testing.T) {
 	b := newBook(createDefaultConfig())
-	b.record([]tracker.Change{{Kind: tracker.Published, Process: versionOf(1, 1)}, {Kind: tracker.Published, Process: versionOf(2, 1)}}, nil)
+	b.record([]tracker.Change{{Kind: tracker.Published, Publication: versionOf(1, 1)}, {Kind: tracker.Published, Publication: versionOf(2, 1)}}, nil)
 	batch := b.batch()
-	b.record([]tracker.Change{{Kind: tracker.Updated, Process: versionOf(1, 2)}}, nil)
+	b.record([]tracker.Change{{Kind: tracker.Updated, Publication: versionOf(1, 2)}}, nil)
 	b.settle(batch, accepted)
 	assert.Equal(t, []string{"state 1@2"}, describe(b.batch()))
 }
 
 func TestBookGivesUpForAReason(t *testing.T) {
 	b := newBook(createDefaultConfig())
-	b.record([]tracker.Change{{Kind: tracker.Published, Process: versionOf(1, 1)}, {Kind: tracker.Published, Process: versionOf(2, 1)},
-		{Kind: tracker.Exited, Process: versionOf(2, 1)}}, nil)
+	b.record([]tracker.Change{{Kind: tracker.Published, Publication: versionOf(1, 1)}, {Kind: tracker.Published, Publication: versionOf(2, 1)},
+		{Kind: tracker.Exited, Publication: versionOf(2, 1)}}, nil)
 	b.settle(b.batch(), dropPermanent)
 	assert.Zero(t, b.owedEvents())
 	assert.Equal(t, int64(3), b.takeDropped()[dropPermanent])
@@ -198,8 +198,8 @@ func TestBookFilter(t *testing.T) {
 	cfg := createDefaultConfig()
 	cfg.Exclude = MatchConfig{MatchType: MatchTypeStrict, Names: []string{"proc-2"}}
 	b := newBook(cfg)
-	b.record([]tracker.Change{{Kind: tracker.Published, Process: versionOf(1, 1)}, {Kind: tracker.Published, Process: versionOf(2, 1)},
-		{Kind: tracker.Exited, Process: versionOf(2, 1)}}, nil)
+	b.record([]tracker.Change{{Kind: tracker.Published, Publication: versionOf(1, 1)}, {Kind: tracker.Published, Publication: versionOf(2, 1)},
+		{Kind: tracker.Exited, Publication: versionOf(2, 1)}}, nil)
 	assert.Equal(t, []string{"state 1"}, describe(b.batch()), "nothing of an excluded process, its delete neither")
 }
 
@@ -216,10 +216,10 @@ func TestBookScans(t *testing.T) {
 
 // versionOf is version v of a publication of pid (its resource's
 // service.version), by the executable proc-<pid>.
-func versionOf(pid, v int) *tracker.Process {
+func versionOf(pid, v int) *tracker.Publication {
 	res := pcommon.NewMap()
 	res.PutInt("service.version", int64(v))
-	return &tracker.Process{
+	return &tracker.Publication{
 		Key:      tracker.Key{PID: pid, StartTicks: 100},
 		Identity: procfs.Identity{PID: pid, StartTicks: 100, ExecutableName: fmt.Sprintf("proc-%d", pid)},
 		Context:  otep.Context{Resource: res},
@@ -249,7 +249,7 @@ func describe(events []*owed) []string {
 // description (process_context.source): the tracker's Updated change owes
 // a state event, whichever state was delivered before.
 func TestBookSourceChangeIsStated(t *testing.T) {
-	withSource := func(s tracker.Source) *tracker.Process {
+	withSource := func(s tracker.Source) *tracker.Publication {
 		p := versionOf(1, 1)
 		p.Source = s
 		p.Context.Attributes = pcommon.NewMap() // as the tracker reads it: the writer reads it
@@ -266,11 +266,11 @@ func TestBookSourceChangeIsStated(t *testing.T) {
 		for _, delivered := range []bool{true, false} {
 			t.Run(fmt.Sprintf("%s/first_delivered=%v", tt.name, delivered), func(t *testing.T) {
 				b := newBook(createDefaultConfig())
-				b.record([]tracker.Change{{Kind: tracker.Published, Process: withSource(tt.from)}}, nil)
+				b.record([]tracker.Change{{Kind: tracker.Published, Publication: withSource(tt.from)}}, nil)
 				if delivered {
 					b.settle(b.batch(), accepted)
 				}
-				b.record([]tracker.Change{{Kind: tracker.Updated, Process: withSource(tt.to)}}, nil)
+				b.record([]tracker.Change{{Kind: tracker.Updated, Publication: withSource(tt.to)}}, nil)
 				batch := b.batch()
 				require.Equal(t, []string{"state 1"}, describe(batch), "one state, the newer")
 				assert.Equal(t, tt.to, batch[0].p.Source)

@@ -15,7 +15,7 @@ import (
 
 	"github.com/processctx/otelcol-processctx/internal/configkeys"
 	"github.com/processctx/otelcol-processctx/internal/entitymodel"
-	"github.com/processctx/otelcol-processctx/internal/tracker"
+	"github.com/processctx/otelcol-processctx/internal/sharedtracker"
 )
 
 // Entity event formats.
@@ -124,16 +124,16 @@ func (c *Config) Unmarshal(conf *confmap.Conf) error { return configkeys.Decode(
 func (c *Config) Validate() error {
 	// confmap validates RetryOnFailure (non-negative values); the floors of
 	// its durations are ours.
-	errs := []error{configkeys.Unknown(c, c.Unknown, configkeys.Elsewhere{Name: "the process_context extension", Config: tracker.Config{}})}
+	errs := []error{configkeys.Unknown(c, c.Unknown, configkeys.Elsewhere{Name: "the process_context extension", Config: sharedtracker.Settings{}})}
 	if c.ReportInterval <= 0 {
 		errs = append(errs, fmt.Errorf("report_interval must be positive, got %s", c.ReportInterval))
 	}
-	errs = append(errs, tracker.BelowFloor("report_interval", c.ReportInterval, floorReportInterval, 0),
-		tracker.BelowFloor("retry_on_failure.max_elapsed_time", c.RetryOnFailure.MaxElapsedTime, floorRetryMaxElapsed, 0))
+	errs = append(errs, configkeys.BelowFloor("report_interval", c.ReportInterval, floorReportInterval, 0),
+		configkeys.BelowFloor("retry_on_failure.max_elapsed_time", c.RetryOnFailure.MaxElapsedTime, floorRetryMaxElapsed, 0))
 	if r := c.RetryOnFailure; r.Enabled {
 		errs = append(errs,
-			tracker.BelowFloor("retry_on_failure.initial_interval", r.InitialInterval, floorRetryInterval, 0),
-			tracker.BelowFloor("retry_on_failure.max_interval", r.MaxInterval, floorRetryInterval, 0))
+			configkeys.BelowFloor("retry_on_failure.initial_interval", r.InitialInterval, floorRetryInterval, 0),
+			configkeys.BelowFloor("retry_on_failure.max_interval", r.MaxInterval, floorRetryInterval, 0))
 		// 0 retries without a pause; a negative value confmap refuses.
 		if r.InitialInterval == 0 {
 			errs = append(errs, errors.New("retry_on_failure.initial_interval must be positive while retry_on_failure is enabled, got 0s"))

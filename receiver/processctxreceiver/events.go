@@ -154,7 +154,7 @@ func putProcessID(m pcommon.Map, id procfs.Identity) {
 // entity_types setting selects: the process, then the service instance
 // and the service its identity names (see service). peers are the live
 // processes of its service instance, itself included.
-func (w *eventWriter) state(now time.Time, p *tracker.Process, peers []*tracker.Process) {
+func (w *eventWriter) state(now time.Time, p *tracker.Publication, peers []*tracker.Publication) {
 	if w.types.process {
 		w.processState(now, p)
 	}
@@ -169,7 +169,7 @@ func (w *eventWriter) state(now time.Time, p *tracker.Process, peers []*tracker.
 // pids, a tracer the host name of its agent), and the source of the
 // identity; in the specification's shape, the entities the process runs
 // in. ProcessContext.attributes go nowhere.
-func (w *eventWriter) processState(now time.Time, p *tracker.Process) {
+func (w *eventWriter) processState(now time.Time, p *tracker.Publication) {
 	e, lr := w.event(now)
 	putProcessID(e.ID(), p.Identity)
 	st := e.SetEntityState()
@@ -201,7 +201,7 @@ func (w *eventWriter) processState(now time.Time, p *tracker.Process) {
 // service. An SDK is the authority on these entities; for one that only
 // publishes its context, or a process named by its environment, the
 // receiver speaks for it.
-func (w *eventWriter) service(now time.Time, res pcommon.Map, peers []*tracker.Process) {
+func (w *eventWriter) service(now time.Time, res pcommon.Map, peers []*tracker.Publication) {
 	svc := entitymodel.Services()[0]
 	name, namespace := strAttr(res, entitymodel.ServiceNameKey), strAttr(res, entitymodel.ServiceNamespaceKey)
 	if name == "" {
@@ -301,7 +301,7 @@ func appendRelationship(rels pcommon.Slice, rel, entityType string) pcommon.Map 
 // process of this host publishes that instance any more). A service is
 // never deleted: other hosts may run it; it expires by its report
 // interval.
-func (w *eventWriter) delete(now time.Time, p *tracker.Process, reason string, endsInstance bool) {
+func (w *eventWriter) delete(now time.Time, p *tracker.Publication, reason string, endsInstance bool) {
 	if w.types.process {
 		e, lr := w.event(now)
 		putProcessID(e.ID(), p.Identity)

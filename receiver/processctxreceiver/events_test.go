@@ -35,12 +35,12 @@ func setSpecGate(t *testing.T, on bool) {
 	t.Cleanup(func() { require.NoError(t, reg.Set(specGate, was)) })
 }
 
-func testProcess() *tracker.Process {
+func testProcess() *tracker.Publication {
 	res := pcommon.NewMap()
 	res.PutStr("service.name", "checkout")
 	attrs := pcommon.NewMap()
 	attrs.PutStr("threadlocal.schema_version", "tlsdesc_v1_dev")
-	return &tracker.Process{
+	return &tracker.Publication{
 		Identity: procfs.Identity{PID: 4242, StartTicks: 1000, CreationTime: time.Unix(1_700_000_010, 0), ExecutableName: "java", NSpid: []int{4242, 7}},
 		Context:  otep.Context{Resource: res, Attributes: attrs},
 	}
@@ -158,11 +158,11 @@ func TestShapeRoundTrip(t *testing.T) {
 // envProcess is a process identified by its SDK environment: its resource
 // is what OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES say, it has no
 // context attributes and no address.
-func envProcess() *tracker.Process {
+func envProcess() *tracker.Publication {
 	res := pcommon.NewMap()
 	res.PutStr("service.name", "cart")
 	res.PutStr("deployment.environment.name", "prod")
-	return &tracker.Process{
+	return &tracker.Publication{
 		Identity: procfs.Identity{PID: 5150, StartTicks: 2000, CreationTime: time.Unix(1_700_000_020, 0), ExecutableName: "python3"},
 		Source:   tracker.SourceEnvironment,
 		Context:  otep.Context{Resource: res, Attributes: pcommon.NewMap()},
@@ -170,7 +170,7 @@ func envProcess() *tracker.Process {
 }
 
 // stateRecord writes one state event of p in format and returns its record.
-func stateRecord(t *testing.T, format string, p *tracker.Process) plog.LogRecord {
+func stateRecord(t *testing.T, format string, p *tracker.Publication) plog.LogRecord {
 	t.Helper()
 	w := testWriter(format, time.Minute, CommandLineSanitized)
 	w.state(time.Unix(1_800_000_000, 0), p, nil)
@@ -199,7 +199,7 @@ func TestStateDescriptionSource(t *testing.T) {
 	forged.Context.Resource.PutStr(sourceKey, "environment")
 	tests := []struct {
 		name        string
-		process     *tracker.Process
+		process     *tracker.Publication
 		wantSource  string
 		wantService string
 	}{
@@ -363,23 +363,23 @@ func TestCommandLineSetting(t *testing.T) {
 		full      = "java -Dspring.datasource.password=S3cret -jar app.jar --api-key sk-123 --port 8080"
 		sanitized = "java -Dspring.datasource.password=**** -jar app.jar --api-key **** --port 8080"
 	)
-	host := func(p *tracker.Process) {
+	host := func(p *tracker.Publication) {
 		p.Identity.Args = args
 		p.Identity.CommandLine = full
 	}
-	lineOnly := func(p *tracker.Process) { p.Identity.CommandLine = full } // no arguments: split at spaces
-	published := func(p *tracker.Process) {
+	lineOnly := func(p *tracker.Publication) { p.Identity.CommandLine = full } // no arguments: split at spaces
+	published := func(p *tracker.Publication) {
 		p.Context.Resource.PutStr("process.command_line", full)
 		s := p.Context.Resource.PutEmptySlice("process.command_args")
 		for _, a := range args {
 			s.AppendEmpty().SetStr(a)
 		}
 	}
-	both := func(p *tracker.Process) { host(p); published(p) }
+	both := func(p *tracker.Publication) { host(p); published(p) }
 	tests := []struct {
 		name     string
 		setting  string
-		set      func(*tracker.Process)
+		set      func(*tracker.Publication)
 		wantLine any // nil: absent
 		wantArgs any // nil: absent
 	}{
@@ -387,7 +387,7 @@ func TestCommandLineSetting(t *testing.T) {
 		{"sanitized/host line only", CommandLineSanitized, lineOnly, sanitized, nil},
 		{"sanitized/published", CommandLineSanitized, published, nil, nil},
 		{"sanitized/host wins", CommandLineSanitized, both, sanitized, nil},
-		{"sanitized/none known", CommandLineSanitized, func(*tracker.Process) {}, nil, nil},
+		{"sanitized/none known", CommandLineSanitized, func(*tracker.Publication) {}, nil, nil},
 		{"unset is sanitized", "", host, sanitized, nil},
 		{"full/host", CommandLineFull, host, full, nil},
 		{"full/published", CommandLineFull, published, nil, nil},
@@ -473,7 +473,7 @@ func TestDescriptionPolicy(t *testing.T) {
 				cfg.EntityEventFormat = format
 				w := newEventWriter(cfg)
 				w.setHost(procfs.HostIdentity{ID: "abc123", Name: "node-1"})
-				w.state(time.Unix(1, 0), p, []*tracker.Process{p})
+				w.state(time.Unix(1, 0), p, []*tracker.Publication{p})
 				logs := w.take()
 				records := logs.ResourceLogs().At(0).ScopeLogs().At(0).LogRecords()
 				require.Equal(t, 3, records.Len(), "process, service instance, service")

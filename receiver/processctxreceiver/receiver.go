@@ -76,7 +76,7 @@ func newReceiver(set receiver.Settings, cfg *Config, next consumer.Logs) (*proce
 // fails without one); the events come from its changes, and its health is
 // the receiver's status.
 func (r *processContextReceiver) Start(ctx context.Context, host component.Host) error {
-	tr, _, err := sharedtracker.Find(host, r.cfg.Tracker)
+	tr, _, err := sharedtracker.FindFeed(host, r.cfg.Tracker)
 	if err != nil {
 		return fmt.Errorf("process_context receiver: %w", err)
 	}

@@ -25,6 +25,7 @@ import (
 	"go.opentelemetry.io/collector/receiver/receivertest"
 	"go.uber.org/zap"
 
+	"github.com/processctx/otelcol-processctx/internal/hostopen"
 	"github.com/processctx/otelcol-processctx/internal/otep"
 	"github.com/processctx/otelcol-processctx/internal/pubtest"
 	"github.com/processctx/otelcol-processctx/internal/sharedtracker/sharedtrackertest"
@@ -141,7 +142,7 @@ func testTrackerConfig() tracker.Config {
 // process_context extension does, until the test ends.
 func startTracker(tb testing.TB, tc tracker.Config) *tracker.Tracker {
 	tb.Helper()
-	tr, err := tracker.Open(tc, zap.NewNop())
+	tr, err := hostopen.Open(tc, zap.NewNop())
 	require.NoError(tb, err)
 	tr.Start()
 	tb.Cleanup(func() { require.NoError(tb, tr.Stop(context.Background())) })

@@ -19,12 +19,12 @@ import (
 )
 
 // serviceProcess is a process whose context names a service instance.
-func serviceProcess(pid int, resource map[string]any) *tracker.Process {
+func serviceProcess(pid int, resource map[string]any) *tracker.Publication {
 	res := pcommon.NewMap()
 	if err := res.FromRaw(resource); err != nil {
 		panic(err) // a fixture of unsupported types
 	}
-	return &tracker.Process{
+	return &tracker.Publication{
 		Key:      tracker.Key{PID: pid, StartTicks: 1000},
 		Identity: procfs.Identity{PID: pid, StartTicks: 1000, CreationTime: time.Unix(1_700_000_010, 0)},
 		Context:  otep.Context{Resource: res, Attributes: pcommon.NewMap()},
@@ -84,7 +84,7 @@ func TestServiceEntityStates(t *testing.T) {
 	a, b := serviceProcess(10, cartResource), serviceProcess(11, cartResource)
 	eachShape(t, func(t *testing.T, format string, wantSpec bool) {
 		w := allTypesWriter(format)
-		w.state(time.Unix(1, 0), a, []*tracker.Process{a, b})
+		w.state(time.Unix(1, 0), a, []*tracker.Publication{a, b})
 		got := recordsOf(t, w.take())
 		require.Len(t, got, 3)
 		assert.Equal(t, []string{"process", "service.instance", "service"}, []string{got[0].typ, got[1].typ, got[2].typ})
@@ -134,7 +134,7 @@ func TestServiceEntitySelection(t *testing.T) {
 			}
 			w := newEventWriter(cfg)
 			p := serviceProcess(10, tt.resource)
-			w.state(time.Unix(1, 0), p, []*tracker.Process{p})
+			w.state(time.Unix(1, 0), p, []*tracker.Publication{p})
 			var types []string
 			for _, r := range recordsOf(t, w.take()) {
 				types = append(types, r.typ)
@@ -149,11 +149,11 @@ func TestServiceEntitySelection(t *testing.T) {
 func TestServiceStatedOnceABatch(t *testing.T) {
 	w := allTypesWriter(FormatSpec)
 	a, b := serviceProcess(10, cartResource), serviceProcess(11, cartResource)
-	w.state(time.Unix(1, 0), a, []*tracker.Process{a, b})
-	w.state(time.Unix(1, 0), b, []*tracker.Process{a, b})
+	w.state(time.Unix(1, 0), a, []*tracker.Publication{a, b})
+	w.state(time.Unix(1, 0), b, []*tracker.Publication{a, b})
 	assert.Equal(t, 4, w.len(), "two processes, one instance, one service")
 	w.take()
-	w.state(time.Unix(2, 0), b, []*tracker.Process{b})
+	w.state(time.Unix(2, 0), b, []*tracker.Publication{b})
 	assert.Equal(t, 3, w.len())
 }
 
@@ -182,21 +182,21 @@ func TestBookServiceInstances(t *testing.T) {
 	a, b := serviceProcess(10, cartResource), serviceProcess(11, cartResource)
 	other := serviceProcess(12, map[string]any{"service.name": "pay", "service.instance.id": "pay-1"})
 	bk := newBook(createDefaultConfig())
-	bk.record([]tracker.Change{{Kind: tracker.Published, Process: a}, {Kind: tracker.Published, Process: b}, {Kind: tracker.Published, Process: other}}, nil)
+	bk.record([]tracker.Change{{Kind: tracker.Published, Publication: a}, {Kind: tracker.Published, Publication: b}, {Kind: tracker.Published, Publication: other}}, nil)
 	batch := bk.batch()
 	require.Len(t, batch, 3)
-	assert.Equal(t, []*tracker.Process{a, b}, batch[0].peers)
-	assert.Equal(t, []*tracker.Process{a, b}, batch[1].peers)
-	assert.Equal(t, []*tracker.Process{other}, batch[2].peers)
+	assert.Equal(t, []*tracker.Publication{a, b}, batch[0].peers)
+	assert.Equal(t, []*tracker.Publication{a, b}, batch[1].peers)
+	assert.Equal(t, []*tracker.Publication{other}, batch[2].peers)
 	bk.settle(batch, accepted)
 
-	bk.record([]tracker.Change{{Kind: tracker.Exited, Process: a}}, nil)
+	bk.record([]tracker.Change{{Kind: tracker.Exited, Publication: a}}, nil)
 	batch = bk.batch()
 	require.Len(t, batch, 1)
 	assert.False(t, batch[0].endsInstance, "b still runs cart-1")
 	bk.settle(batch, accepted)
 
-	bk.record([]tracker.Change{{Kind: tracker.Exited, Process: b}}, nil)
+	bk.record([]tracker.Change{{Kind: tracker.Exited, Publication: b}}, nil)
 	batch = bk.batch()
 	require.Len(t, batch, 1)
 	assert.True(t, batch[0].endsInstance, "b was the last process of cart-1")
@@ -204,10 +204,10 @@ func TestBookServiceInstances(t *testing.T) {
 	// A process of the instance that appears before the delete is handed
 	// over keeps it alive.
 	c := serviceProcess(13, cartResource)
-	bk.record([]tracker.Change{{Kind: tracker.Published, Process: c}}, nil)
+	bk.record([]tracker.Change{{Kind: tracker.Published, Publication: c}}, nil)
 	batch = bk.batch()
 	require.Len(t, batch, 2)
-	assert.Equal(t, []*tracker.Process{c}, batch[0].peers)
+	assert.Equal(t, []*tracker.Publication{c}, batch[0].peers)
 	assert.False(t, batch[1].endsInstance)
 }
 
@@ -217,16 +217,16 @@ func TestBookInstanceIDChange(t *testing.T) {
 	a := serviceProcess(10, cartResource)
 	b := serviceProcess(11, cartResource)
 	bk := newBook(createDefaultConfig())
-	bk.record([]tracker.Change{{Kind: tracker.Published, Process: a}, {Kind: tracker.Published, Process: b}}, nil)
+	bk.record([]tracker.Change{{Kind: tracker.Published, Publication: a}, {Kind: tracker.Published, Publication: b}}, nil)
 	bk.settle(bk.batch(), accepted)
 	moved := serviceProcess(10, map[string]any{"service.name": "cart", "service.instance.id": "cart-2"})
-	bk.record([]tracker.Change{{Kind: tracker.Updated, Process: moved}}, nil)
+	bk.record([]tracker.Change{{Kind: tracker.Updated, Publication: moved}}, nil)
 	bk.restate(time.Now().Add(time.Hour))
 	for _, o := range bk.batch() {
 		if o.p.PID == 11 {
-			assert.Equal(t, []*tracker.Process{b}, o.peers)
+			assert.Equal(t, []*tracker.Publication{b}, o.peers)
 		} else {
-			assert.Equal(t, []*tracker.Process{moved}, o.peers)
+			assert.Equal(t, []*tracker.Publication{moved}, o.peers)
 		}
 	}
 }

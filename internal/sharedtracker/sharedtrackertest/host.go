@@ -38,4 +38,9 @@ type extension struct {
 
 var _ sharedtracker.Provider = (*extension)(nil)
 
-func (e *extension) ProcessTracker() *tracker.Tracker { return e.tr }
+func (e *extension) ProcessTracker() sharedtracker.Tracker {
+	if e.tr == nil {
+		return nil
+	}
+	return e.tr
+}

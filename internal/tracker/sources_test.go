@@ -5,7 +5,6 @@ package tracker_test
 
 import (
 	"context"
-	"os"
 	"sync/atomic"
 	"testing"
 
@@ -78,67 +77,10 @@ func TestWithScanStats(t *testing.T) {
 	h := newHarness(t, testConfig(), host, tracker.WithScanStats(func(s tracker.ScanStats) { got = append(got, s) }))
 	h.rescan()
 	h.rescan()
-	require.NoError(t, h.tr.Idle(context.Background()))
+	require.NoError(t, h.tr.WaitIdle(context.Background()))
 	// The scan that began with the tracker, the harness's, and two more.
 	require.Len(t, got, 4)
 	assert.True(t, got[0].Listed)
 	assert.Equal(t, 1, got[0].Publishers)
 	assert.Equal(t, int64(1), got[0].Reads[tracker.OutcomeOK])
-}
-
-// openFDs returns this process's open file descriptors: number and what
-// they name.
-func openFDs(t *testing.T) map[string]string {
-	t.Helper()
-	entries, err := os.ReadDir("/proc/self/fd")
-	require.NoError(t, err)
-	fds := map[string]string{}
-	for _, e := range entries {
-		// The directory's own descriptor is closed by now: left out.
-		if target, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil {
-			fds[e.Name()] = target
-		}
-	}
-	return fds
-}
-
-// opened returns the descriptors of now that before did not have.
-func opened(before, now map[string]string) []string {
-	var fds []string
-	for fd, target := range now {
-		if before[fd] != target {
-			fds = append(fds, fd+" -> "+target)
-		}
-	}
-	return fds
-}
-
-// What Open opens (the proc connector's netlink socket, eBPF programs and
-// maps, as far as this process may) is closed by Stop without Start.
-func TestOpenThenStopLeavesNothingOpen(t *testing.T) {
-	cfg := tracker.DefaultConfig()
-	open := func() {
-		tr, err := tracker.Open(cfg, zap.NewNop())
-		require.NoError(t, err)
-		require.NoError(t, tr.Stop(context.Background()))
-	}
-	open() // the runtime's own descriptors (netpoll) are open from now on
-	before := openFDs(t)
-	for range 3 {
-		open()
-	}
-	assert.Empty(t, opened(before, openFDs(t)))
-}
-
-// Open reads which host it reads from the root path: on the host, its
-// kernel's name and its machine id.
-func TestOpenReadsTheHostIdentity(t *testing.T) {
-	cfg := tracker.DefaultConfig()
-	cfg.Discovery = tracker.DiscoveryPoll
-	tr, err := tracker.Open(cfg, zap.NewNop())
-	require.NoError(t, err)
-	defer func() { assert.NoError(t, tr.Stop(context.Background())) }()
-	name, err := os.Hostname()
-	require.NoError(t, err)
-	assert.Equal(t, name, tr.HostIdentity().Name)
 }

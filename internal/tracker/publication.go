@@ -17,21 +17,19 @@ type Key struct {
 	StartTicks uint64
 }
 
-// Process is the identity of one process, as the tracker last read it: a
+// Publication is the identity of one process, as the tracker last read it: a
 // context it publishes or, for a process that publishes none, what its SDK
-// environment variables say (Source). A Process is never modified once
+// environment variables say (Source). A Publication is never modified once
 // published: a change makes a new one. Its maps are shared by every reader
 // and must be treated as read-only.
-type Process struct {
+type Publication struct {
 	// views holds the value of each View at the index of its id. First:
 	// the processor's hot path reads it with Key, in one cache line.
 	views []any
 
 	Key
-	// Identity is what the host knows of the process, read with the context.
-	Identity procfs.Identity
-	// Source says where the identity comes from.
-	Source Source
+	Identity procfs.Identity // what the host knows of the process, read with the context
+	Source   Source          // where the identity comes from
 	// Context is the published context; from the environment, Resource
 	// holds what OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES say, and
 	// PublishedAt is 0.
@@ -82,7 +80,7 @@ func (s *Source) UnmarshalText(text []byte) error {
 func (s Source) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 
 // Live reports whether the publication has not ended.
-func (p *Process) Live() bool { return p.EndedAt.IsZero() }
+func (p *Publication) Live() bool { return p.EndedAt.IsZero() }
 
 // ContainerPid is a pid as a container sees it: the container's id and the
 // pid in its innermost pid namespace.
@@ -100,7 +98,7 @@ type View struct {
 
 // Of returns the view's value for p, or nil when p predates the view (it
 // never does in a snapshot taken after AddView returned).
-func (v View) Of(p *Process) any {
+func (v View) Of(p *Publication) any {
 	if v.id < len(p.views) {
 		return p.views[v.id]
 	}

@@ -1,7 +1,7 @@
 // Copyright The otelcol-processctx Authors
 // SPDX-License-Identifier: Apache-2.0
 
-package tracker
+package hostopen
 
 import (
 	"errors"
@@ -13,20 +13,21 @@ import (
 
 	"github.com/processctx/otelcol-processctx/internal/procevents"
 	"github.com/processctx/otelcol-processctx/internal/pubevents"
+	"github.com/processctx/otelcol-processctx/internal/tracker"
 )
 
 // The start-up's second line names, for each source that could not be
 // opened, what is polled instead, why and what to change; nothing when
 // nothing is missing or when Open's container warning says it.
 func TestMissingHint(t *testing.T) {
-	cfg := DefaultConfig()
+	cfg := tracker.DefaultConfig()
 	cfg.CollectionInterval = 7 * time.Second
 	tracepoints := cfg
 	tracepoints.PublicationEvents = pubevents.SyscallTracepoints.String()
 	kernelRefuses := fmt.Errorf("%w: this kernel refuses BPF trampolines", pubevents.ErrUnsupported)
 	for _, tt := range []struct {
 		name            string
-		cfg             Config
+		cfg             tracker.Config
 		procErr, pubErr error
 		want            string
 	}{

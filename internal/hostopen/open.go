@@ -1,11 +1,18 @@
 // Copyright The otelcol-processctx Authors
 // SPDX-License-Identifier: Apache-2.0
 
-package tracker
+// Package hostopen opens the real host for a tracker: the procfs at
+// root_path as a tracker.Host (reads through internal/reader and
+// internal/procfs) and the kernel's event sources (the proc connector,
+// the eBPF publication events) that the configuration asks for and the
+// privileges allow. The tracker itself knows hosts and sources only
+// through its interfaces; the extension and ctxdump call Open.
+package hostopen
 
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"go.uber.org/zap"
@@ -13,27 +20,26 @@ import (
 	"github.com/processctx/otelcol-processctx/internal/procevents"
 	"github.com/processctx/otelcol-processctx/internal/procfs"
 	"github.com/processctx/otelcol-processctx/internal/pubevents"
+	"github.com/processctx/otelcol-processctx/internal/tracker"
 )
 
 // Open returns a tracker (not started) of the host whose filesystem is
-// mounted at Config.RootPath ("/" on the host, e.g. "/hostfs" in a
-// container that mounts the host's procfs at /hostfs/proc), with the event
-// sources that Config.Discovery asks for and the privileges allow; it logs
-// which, and what to change for the rest.
+// mounted at cfg.RootPath ("/" on the host, e.g. "/hostfs" in a container
+// that mounts the host's procfs at /hostfs/proc), with the event sources
+// that cfg.Discovery asks for and the privileges allow; it logs which, and
+// what to change for the rest.
 //
 // It fails when <root_path>/proc is not a procfs, or when root_path is not
 // "/" and its procfs belongs to a container's pid namespace (pids would
 // name the wrong processes). With root_path "/" in a container's pid
 // namespace it only warns: the collector then sees that container's
 // processes, which may be what the user wants (and polls: the kernel's
-// events name the host's pids). With DiscoveryEvents it fails when an
-// event source cannot be opened.
-//
-// The tracker holds its event sources (a netlink socket, eBPF programs)
-// from then on: the caller calls Stop, whether it started the tracker or
-// not, to release them.
-func Open(cfg Config, logger *zap.Logger, opts ...Option) (*Tracker, error) {
-	if err := cfg.validateSettings(); err != nil {
+// events name the host's pids). With tracker.DiscoveryEvents it fails
+// when an event source cannot be opened. The tracker holds its event
+// sources (a netlink socket, eBPF programs) from then on: the caller
+// calls Stop, whether it started the tracker or not, to release them.
+func Open(cfg tracker.Config, logger *zap.Logger, opts ...tracker.Option) (*tracker.Tracker, error) {
+	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("tracker: %w", err)
 	}
 	fs, notHost, err := openRoot(cfg)
@@ -57,14 +63,27 @@ func Open(cfg Config, logger *zap.Logger, opts ...Option) (*Tracker, error) {
 	if err != nil {
 		return nil, err
 	}
-	return build(host, cfg, logger, append(opts, WithEventSources(sources...), WithHostIdentity(fs.HostIdentity()))...), nil
+	return tracker.New(host, cfg, logger, append(opts, tracker.WithEventSources(sources...), tracker.WithHostIdentity(fs.HostIdentity()))...)
+}
+
+// Validate reports what cfg.Validate reports and a root_path whose proc is
+// not a procfs of the host, with the error Open would fail with: the
+// collector's validate command calls it, and starts nothing. It reads the
+// filesystem of the machine it runs on: validate a container's
+// configuration where its root_path is mounted.
+func Validate(cfg tracker.Config) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	_, _, err := openRoot(cfg)
+	return err
 }
 
 // openRoot opens the procfs of cfg.RootPath. It fails when it is not a
 // procfs, or is a container's with a root_path other than "/"; with "/" in
 // a container's pid namespace it returns, as notHost, why the pids are not
-// the host's. Config.Validate calls it too: validate fails as start would.
-func openRoot(cfg Config) (fs *procfs.FS, notHost, err error) {
+// the host's. Validate calls it too: validate fails as start would.
+func openRoot(cfg tracker.Config) (fs *procfs.FS, notHost, err error) {
 	rootPath := cfg.RootPath
 	fs, err = procfs.NewFS(rootPath, procfs.WithReaderName(cfg.ReaderName))
 	if err != nil {
@@ -84,16 +103,16 @@ func openRoot(cfg Config) (fs *procfs.FS, notHost, err error) {
 // processes visible) and, when a source the configuration asks for could
 // not be opened, a second one naming what to change, with the
 // documentation of the trade-off (the kernel's errors at debug level).
-func openSources(cfg Config, hostPids bool, processes int, logger *zap.Logger) ([]EventSource, error) {
+func openSources(cfg tracker.Config, hostPids bool, processes int, logger *zap.Logger) ([]tracker.EventSource, error) {
 	visible := zap.Int("processes", processes)
 	interval := zap.Duration("collection_interval", cfg.CollectionInterval)
-	if cfg.Discovery == DiscoveryPoll {
+	if cfg.Discovery == tracker.DiscoveryPoll {
 		logger.Info(fmt.Sprintf("Process discovery: polling (discovery: poll), scans every %s, %d processes visible",
 			cfg.CollectionInterval, processes), interval, visible)
 		return nil, nil
 	}
 	var (
-		sources           []EventSource
+		sources           []tracker.EventSource
 		procErr, pubErr   error
 		procWhat, pubWhat = "none", "none"
 	)
@@ -107,7 +126,7 @@ func openSources(cfg Config, hostPids bool, processes int, logger *zap.Logger) (
 			sources = append(sources, s)
 			procWhat = "proc connector"
 		}
-		if cfg.uses(SourceContext) {
+		if slices.Contains(cfg.Sources, tracker.SourceContext) {
 			s, what, err := openPublicationEvents(cfg.PublicationEvents)
 			if s != nil {
 				sources = append(sources, s)
@@ -116,7 +135,7 @@ func openSources(cfg Config, hostPids bool, processes int, logger *zap.Logger) (
 			pubErr = err
 		}
 	}
-	if cfg.Discovery == DiscoveryEvents && (procErr != nil || pubErr != nil) {
+	if cfg.Discovery == tracker.DiscoveryEvents && (procErr != nil || pubErr != nil) {
 		for _, s := range sources {
 			_ = s.Close()
 		}
@@ -156,7 +175,7 @@ var errNotHostPids = errors.New("the procfs is not the host's: the kernel's even
 // missingHint says, in a few words, what polls instead of each source that
 // could not be opened, why, and what to change; "" when nothing is
 // missing, or when Open's warning about a container's procfs says it.
-func missingHint(cfg Config, procErr, pubErr error) string {
+func missingHint(cfg tracker.Config, procErr, pubErr error) string {
 	if errors.Is(procErr, errNotHostPids) {
 		return ""
 	}
@@ -164,7 +183,7 @@ func missingHint(cfg Config, procErr, pubErr error) string {
 	if pubErr != nil {
 		var why string
 		mechanism := cfg.PublicationEvents
-		if mechanism == AutoPublicationEvents {
+		if mechanism == tracker.AutoPublicationEvents {
 			mechanism = pubevents.Fexit.String()
 		}
 		switch {

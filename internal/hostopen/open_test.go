@@ -1,0 +1,92 @@
+// Copyright The otelcol-processctx Authors
+// SPDX-License-Identifier: Apache-2.0
+
+package hostopen
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+
+	"github.com/processctx/otelcol-processctx/internal/pubtest"
+	"github.com/processctx/otelcol-processctx/internal/tracker"
+)
+
+// openFDs returns this process's open file descriptors: number and what
+// they name.
+func openFDs(t *testing.T) map[string]string {
+	t.Helper()
+	entries, err := os.ReadDir("/proc/self/fd")
+	require.NoError(t, err)
+	fds := map[string]string{}
+	for _, e := range entries {
+		// The directory's own descriptor is closed by now: left out.
+		if target, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil {
+			fds[e.Name()] = target
+		}
+	}
+	return fds
+}
+
+// opened returns the descriptors of now that before did not have.
+func opened(before, now map[string]string) []string {
+	var fds []string
+	for fd, target := range now {
+		if before[fd] != target {
+			fds = append(fds, fd+" -> "+target)
+		}
+	}
+	return fds
+}
+
+// What Open opens (the proc connector's netlink socket, eBPF programs and
+// maps, as far as this process may) is closed by Stop without Start.
+func TestOpenThenStopLeavesNothingOpen(t *testing.T) {
+	cfg := tracker.DefaultConfig()
+	open := func() {
+		tr, err := Open(cfg, zap.NewNop())
+		require.NoError(t, err)
+		require.NoError(t, tr.Stop(context.Background()))
+	}
+	open() // the runtime's own descriptors (netpoll) are open from now on
+	before := openFDs(t)
+	for range 3 {
+		open()
+	}
+	assert.Empty(t, opened(before, openFDs(t)))
+}
+
+// Open reads which host it reads from the root path: on the host, its
+// kernel's name and its machine id.
+func TestOpenReadsTheHostIdentity(t *testing.T) {
+	cfg := tracker.DefaultConfig()
+	cfg.Discovery = tracker.DiscoveryPoll
+	tr, err := Open(cfg, zap.NewNop())
+	require.NoError(t, err)
+	defer func() { assert.NoError(t, tr.Stop(context.Background())) }()
+	name, err := os.Hostname()
+	require.NoError(t, err)
+	assert.Equal(t, name, tr.HostIdentity().Name)
+}
+
+// Validate refuses what Open would: a root_path without a procfs, or with a
+// container's procfs, with Open's own error.
+func TestConfigValidateAsOpen(t *testing.T) {
+	pubtest.RequireRoot(t)
+	for _, root := range []string{t.TempDir(), pubtest.MountProc(t, pubtest.SleepInNewPidNamespace(t))} {
+		cfg := tracker.DefaultConfig()
+		cfg.RootPath = root
+		validateErr := Validate(cfg)
+		require.Error(t, validateErr, root)
+		_, openErr := Open(cfg, zap.NewNop())
+		require.Error(t, openErr, root)
+		assert.Equal(t, openErr.Error(), validateErr.Error(), "validate says what start would")
+		assert.Contains(t, validateErr.Error(), fmt.Sprintf("root_path %q: ", root))
+	}
+
+}
