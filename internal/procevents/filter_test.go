@@ -90,6 +90,6 @@ func TestThreadFilterAttaches(t *testing.T) {
 	if err != nil {
 		t.Skipf("no proc connector socket: %v", err)
 	}
-	defer unix.Close(fd)
+	defer func() { _ = unix.Close(fd) }()
 	require.NoError(t, attachFilter(fd))
 }
