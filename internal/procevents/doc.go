@@ -8,7 +8,9 @@
 //
 // Events are about processes (thread groups), never threads: a fork that
 // creates a thread and the exit of a thread other than the leader are
-// filtered out; an exec reports the process. Pids are those of the initial
+// filtered out, in the kernel by a socket filter (so that a threaded
+// program does not wake the listener once per thread) and again when a
+// message is parsed; an exec reports the process. Pids are those of the initial
 // pid namespace, as the host's procfs shows them.
 //
 // Events are hints, to be checked against procfs: the kernel drops events

@@ -141,6 +141,9 @@ func listen(receiveBuffer int) (*Listener, error) {
 	if err := setReceiveBuffer(fd, receiveBuffer); err != nil {
 		return nil, err
 	}
+	// Best effort: without the filter, the threads' messages are dropped
+	// after the wake-up (message.event).
+	_ = attachFilter(fd)
 	if err := unix.Bind(fd, &unix.SockaddrNetlink{Family: unix.AF_NETLINK, Groups: cnIdxProc}); err != nil {
 		if !inInitialUserNamespace() {
 			// Refused (EPERM on most kernels) whatever the capabilities:

@@ -72,13 +72,13 @@ func (pl planner) next(p *proc, tr trigger, now int64) readPlan {
 		// Its environment, unless it execs first (most forks do, at once:
 		// the exec plans again).
 		if pl.cfg.uses(SourceEnvironment) {
-			rp.cause, rp.at = causeEnviron, now+int64(youngDelays[0])
+			rp.cause, rp.at = causeEnviron, onGrid(now+int64(youngDelays[0]))
 		}
 	case onExec:
 		if !pl.pubEvents {
 			// The young reads look for a context, and read the environment
 			// with the first.
-			rp.cause, rp.at = causeYoung, now+int64(youngDelays[0])
+			rp.cause, rp.at = causeYoung, onGrid(now+int64(youngDelays[0]))
 		} else if pl.cfg.uses(SourceEnvironment) {
 			// Read once per exec; a process that exits at once is not read.
 			rp.cause, rp.at = causeEnviron, now+int64(minEventGap)
@@ -140,7 +140,7 @@ func (pl planner) afterRead(p *proc, tr trigger, now int64) readPlan {
 			rp.young++
 		}
 		if rp.young < youngReads {
-			rp.cause, rp.at = causeYoung, now+int64(youngDelays[rp.young])
+			rp.cause, rp.at = causeYoung, onGrid(now+int64(youngDelays[rp.young]))
 		}
 	}
 	return rp
@@ -330,11 +330,12 @@ func pace(last *int64, now int64, every time.Duration) bool {
 
 // recheckAt says when p, whose maps were just read without a context, is
 // due for a read again (contextDue: the snapshot must say so then, for
-// lookups to wait for that read); false while publication events tell
-// when it publishes, or contexts are not a source.
+// lookups to wait for that read), on planGrid: at most a grid step after
+// Config.RecheckInterval, never before; false while publication events
+// tell when it publishes, or contexts are not a source.
 func (pl planner) recheckAt(p *proc) (int64, bool) {
 	if !pl.cfg.uses(SourceContext) || pl.pubEvents {
 		return 0, false
 	}
-	return p.sched.lookedAt + int64(pl.cfg.RecheckInterval), true
+	return upToGrid(p.sched.lookedAt + int64(pl.cfg.RecheckInterval)), true
 }

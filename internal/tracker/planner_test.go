@@ -265,7 +265,11 @@ func TestPlannerHost(t *testing.T) {
 		p := &proc{sched: schedule{lookedAt: now}}
 		at, ok := polling.recheckAt(p)
 		assert.True(t, ok)
-		assert.Equal(t, now+int64(cfg.RecheckInterval), at)
+		assert.Equal(t, now+int64(cfg.RecheckInterval), at, "on the grid already")
+		// Off the grid: the next grid point, never before the interval.
+		off := &proc{sched: schedule{lookedAt: now + int64(time.Millisecond)}}
+		at, _ = polling.recheckAt(off)
+		assert.Equal(t, now+int64(cfg.RecheckInterval)+int64(planGrid), at)
 		_, ok = both.recheckAt(p)
 		assert.False(t, ok, "publication events tell when it publishes")
 		envOnly := DefaultConfig()
@@ -273,4 +277,81 @@ func TestPlannerHost(t *testing.T) {
 		_, ok = planner{cfg: &envOnly}.recheckAt(p)
 		assert.False(t, ok, "contexts are not a source")
 	})
+}
+
+// The young reads, a fork's environment read and the rechecks fall due on
+// the loop clock's planGrid: a young read at the grid point nearest its
+// time (within half a step), a recheck at the first at or after its time.
+// Processes that exec'd within a few milliseconds of one another are read
+// at the same grid point, and runDue starts their reads in one job, not
+// one job each; an urgent read due then still goes out on its own.
+func TestPlanGrid(t *testing.T) {
+	g := int64(planGrid)
+	for _, at := range []int64{0, 1, g/2 - 1, g / 2, g - 1, g, 7*g + 3, 7*g + g/2 + 1} {
+		near, up := onGrid(at), upToGrid(at)
+		assert.Zero(t, near%g, "onGrid(%d)", at)
+		assert.LessOrEqual(t, max(near-at, at-near), g/2, "onGrid(%d): within half a step", at)
+		assert.Zero(t, up%g, "upToGrid(%d)", at)
+		assert.True(t, up >= at && up-at < g, "upToGrid(%d) = %d: the first grid point at or after", at, up)
+	}
+
+	const sec = int64(time.Second)
+	base := time.Unix(1000, 0)
+	var clock time.Duration
+	trk, err := New(nil, DefaultConfig(), zap.NewNop(), WithClock(func() time.Time { return base.Add(clock) }))
+	require.NoError(t, err)
+	l := trk.loop
+	l.epoch = base
+	pl := l.sched.planner()
+
+	// The young series: every read on the grid, near its time.
+	p := &proc{start: 100, found: OutcomeNoContext, env: envRead}
+	now := 3*sec + 37*int64(time.Millisecond) + 11 // off the grid
+	rp := pl.next(p, trigger{kind: onExec}, now)
+	require.Equal(t, causeYoung, rp.cause)
+	for i, d := range youngDelays {
+		assert.Zero(t, rp.at%g, "young read %d on the grid", i)
+		assert.LessOrEqual(t, max(rp.at-(now+int64(d)), now+int64(d)-rp.at), g/2, "young read %d within half a step of its time", i)
+		now = rp.at + 3*int64(time.Millisecond) // read a little after it fell due
+		p.sched.young = rp.young
+		rp = pl.next(p, trigger{kind: onRead, read: causeYoung, found: OutcomeNoContext}, now)
+	}
+	assert.Equal(t, causeNone, rp.cause, "the series ends")
+	fork := pl.next(&proc{}, trigger{kind: onFork}, now)
+	assert.Equal(t, onGrid(now+int64(youngDelays[0])), fork.at, "a fork's environment read")
+
+	// Processes exec'd over 100 ms, and one whose publication event asks
+	// for an urgent read due at the same point: one job of the young reads
+	// (jobSize at most), the event's on its own.
+	const n = jobSize + 10
+	clock = 5*time.Second + 10*time.Millisecond
+	for pid := 100; pid < 100+n; pid++ {
+		clock += 100 * time.Millisecond / n
+		q := l.newProc(pid)
+		q.start, q.found, q.env = 100, OutcomeNoContext, envRead
+		l.sched.act(pid, q, trigger{kind: onExec})
+		require.Equal(t, causeYoung, q.sched.planned)
+	}
+	at := l.reg.get(100).sched.plannedAt
+	for pid := 100; pid < 100+n; pid++ {
+		require.Equal(t, at, l.reg.get(pid).sched.plannedAt, "pid %d: every young read at one grid point", pid)
+	}
+	ev := l.newProc(99)
+	ev.start, ev.found, ev.env = 100, OutcomeNoContext, envRead
+	ev.sched.eventReadAt = at - int64(minEventGap) // its next event read may start at the grid point
+	l.sched.act(99, ev, trigger{kind: onPublish})
+	require.Equal(t, causeEvent, ev.sched.planned)
+
+	clock = time.Duration(at) // the loop clock is 1 ns ahead of the time since the epoch
+	l.sched.runDue()
+	var sizes []int
+	for _, j := range l.pool.normal {
+		sizes = append(sizes, len(j.reqs))
+	}
+	assert.Equal(t, []int{jobSize, n - jobSize}, sizes, "the young reads due together: in jobs of up to jobSize")
+	require.Len(t, l.pool.urgent, 1, "the event's read on its own, before them")
+	assert.Equal(t, 99, l.pool.urgent[0].reqs[0].pid)
+	for pid := 99; pid < 100+n; pid++ {
+		assert.NotEqual(t, causeNone, l.reg.get(pid).sched.reading, "pid %d read", pid)
+	}
 }

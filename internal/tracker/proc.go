@@ -87,6 +87,27 @@ var youngDelays = [...]time.Duration{time.Second, 2 * time.Second, 5 * time.Seco
 // youngReads is the length of the young series: young at it ends it.
 const youngReads = uint8(len(youngDelays))
 
+// planGrid is the grid the young reads (and a fork's environment read)
+// fall due on, and the rechecks: a young read is planned for the grid
+// point nearest its time (within planGrid/2 of it), a recheck for the
+// first grid point at or after its time, so that the reads and rechecks
+// of processes started or read together fall due together, in one wake-up
+// of the loop and one job (scheduler.runDue), not one each.
+const planGrid = 250 * time.Millisecond
+
+// onGrid returns the point of the loop clock's planGrid nearest at.
+func onGrid(at int64) int64 {
+	g := int64(planGrid)
+	return (at + g/2) / g * g
+}
+
+// upToGrid returns the first point of the loop clock's planGrid at or
+// after at.
+func upToGrid(at int64) int64 {
+	g := int64(planGrid)
+	return (at + g - 1) / g * g
+}
+
 // envState says whether a process's environment was read.
 type envState uint8
 

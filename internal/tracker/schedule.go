@@ -27,6 +27,11 @@ type scheduler struct {
 	plans    planQueue
 	rechecks recheckQueue
 	host     hostState
+	// gather, while runDue runs (gathering), collects the reads due that
+	// are not urgent into jobs of up to jobSize: the reads planned for one
+	// grid point (planGrid) go out together.
+	gather    *job
+	gathering bool
 }
 
 // hostState is what the scheduler knows of the reads of the host as a
@@ -122,6 +127,15 @@ func (s *scheduler) act(pid int, p *proc, tr trigger) {
 	ps.retries, ps.young = rp.retries, rp.young
 	switch {
 	case rp.cause == causeNone:
+	case rp.at <= now && ps.reading == causeNone && s.gathering && !rp.cause.urgent():
+		if s.gather == nil {
+			s.gather = s.pool.newJob()
+		}
+		s.gather.reqs = append(s.gather.reqs, s.start(pid, p, rp.cause, now))
+		if len(s.gather.reqs) == jobSize {
+			s.queue(s.gather)
+			s.gather = nil
+		}
 	case rp.at <= now && ps.reading == causeNone:
 		s.queue(&job{urgent: rp.cause.urgent(), reqs: []request{s.start(pid, p, rp.cause, now)}})
 	default:
@@ -286,9 +300,11 @@ func (s *scheduler) nextDue() (int64, bool) {
 	return at, ok
 }
 
-// runDue starts the planned reads that are due.
+// runDue starts the planned reads that are due: those not urgent
+// together, in jobs of up to jobSize (gather).
 func (s *scheduler) runDue() {
 	now := s.clock()
+	s.gathering = true
 	for len(s.plans) > 0 && s.plans[0].at <= now {
 		e := heap.Pop(&s.plans).(plannedRead)
 		pid := int(e.pid)
@@ -296,6 +312,10 @@ func (s *scheduler) runDue() {
 			s.act(pid, p, trigger{kind: onDue})
 		}
 	}
+	if s.gather != nil {
+		s.queue(s.gather)
+	}
+	s.gather, s.gathering = nil, false
 }
 
 // recheckQueue holds, in the order they fall due, the times when
