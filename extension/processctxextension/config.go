@@ -11,7 +11,6 @@ import (
 	"github.com/processctx/otelcol-processctx/internal/configkeys"
 	"github.com/processctx/otelcol-processctx/internal/hostopen"
 	"github.com/processctx/otelcol-processctx/internal/sharedtracker"
-	"github.com/processctx/otelcol-processctx/internal/tracker"
 )
 
 // Config is the extension's configuration: the settings of its tracker
@@ -44,4 +43,4 @@ func (c *Config) Validate() error {
 }
 
 // tracker returns the configuration of the tracker.
-func (c *Config) tracker() tracker.Config { return (*sharedtracker.Settings)(c).Tracker() }
+func (c *Config) tracker() hostopen.Config { return (*sharedtracker.Settings)(c).Tracker() }

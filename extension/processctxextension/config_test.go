@@ -18,6 +18,7 @@ import (
 
 	"github.com/processctx/otelcol-processctx/extension/processctxextension/internal/metadata"
 	"github.com/processctx/otelcol-processctx/internal/configtest"
+	"github.com/processctx/otelcol-processctx/internal/hostopen"
 	"github.com/processctx/otelcol-processctx/internal/sharedtracker"
 	"github.com/processctx/otelcol-processctx/internal/tracker"
 )
@@ -29,7 +30,7 @@ func TestLoadConfig(t *testing.T) {
 	full.RootPath = "/hostfs"
 	full.MaxPayloadSize = 32768
 	full.Sources = []tracker.Source{tracker.SourceEnvironment}
-	full.Discovery = tracker.DiscoveryPoll
+	full.Discovery = hostopen.DiscoveryPoll
 	full.PublicationEvents = "syscall_tracepoints"
 	full.CollectionInterval = 5 * time.Second
 	full.InitialDelay = time.Second
