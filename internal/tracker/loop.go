@@ -17,10 +17,10 @@ import (
 // what changed (flush). The parts (docs/internals.md draws them): reg
 // (registry.go), sched (schedule.go, plan.go: every "when"), scans
 // (scan.go), pool (internal/readpool, of read.go's requests), out
-// (outputs.go), probes (probe.go), events
-// (sources.go), reports (reports.go, health.go). The loop's own code is
-// wiring: apply.go applies what reads found, events.go what events tell,
-// scan.go starts and finishes scans.
+// (outputs.go), probes (probe.go), events (sources.go), reports
+// (reports.go, health.go). The loop's own code is wiring: apply.go
+// applies what reads found, events.go what events tell, scan.go starts
+// and finishes scans.
 type loop struct {
 	cfg   Config
 	host  Host

@@ -22,7 +22,7 @@ import (
 
 // TestEventsOfChanges checks, on a fake tracker whose changes the test
 // sends, which process entity events each sequence of changes makes, on a
-// resource naming the tracker's host.
+// resource naming the tracker's host, and that shutdown unsubscribes.
 func TestEventsOfChanges(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -40,7 +40,7 @@ func TestEventsOfChanges(t *testing.T) {
 			rcv, err := newReceiver(receivertest.NewNopSettings(metadata.Type), testConfig(), sink)
 			require.NoError(t, err)
 			require.NoError(t, rcv.Start(context.Background(), sharedtrackertest.HostOf(fake)))
-			defer func() { assert.NoError(t, rcv.Shutdown(context.Background())) }()
+			t.Cleanup(func() { assert.NoError(t, rcv.Shutdown(context.Background())) })
 
 			pub := testProcess()
 			r := &running{sink: sink, rcv: rcv}
@@ -58,6 +58,8 @@ func TestEventsOfChanges(t *testing.T) {
 				require.True(t, ok)
 				assert.Equal(t, "host-1", host.Str())
 			}
+			require.NoError(t, rcv.Shutdown(context.Background()))
+			assert.False(t, fake.Send(nil, nil), "unsubscribed at shutdown")
 		})
 	}
 }

@@ -25,12 +25,11 @@ type Fake struct {
 	AddViewErr   error               // what AddView fails with
 	SubscribeErr error               // what Subscribe fails with
 
-	mu      sync.Mutex
-	probed  [][]int
-	scans   int
-	views   int // added and not removed
-	sub     tracker.Subscriber
-	stopped bool // unsubscribed
+	mu     sync.Mutex
+	probed [][]int
+	scans  int
+	views  int                // added and not removed
+	sub    tracker.Subscriber // nil once unsubscribed
 }
 
 var (
@@ -94,11 +93,11 @@ func (f *Fake) Subscribe(_ context.Context, fn tracker.Subscriber) (func(), erro
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.sub, f.stopped = fn, false
+	f.sub = fn
 	return func() {
 		f.mu.Lock()
 		defer f.mu.Unlock()
-		f.stopped = true
+		f.sub = nil
 	}, nil
 }
 
@@ -110,9 +109,6 @@ func (f *Fake) HostIdentity() procfs.HostIdentity { return f.Identity }
 func (f *Fake) Send(changes []tracker.Change, scan *tracker.ScanStats) bool {
 	f.mu.Lock()
 	sub := f.sub
-	if f.stopped {
-		sub = nil
-	}
 	f.mu.Unlock()
 	if sub == nil {
 		return false
