@@ -143,7 +143,7 @@ type Pool[R any, P Request[R]] struct {
 	free []*Job[R, P] // the owner's: done jobs kept for reuse
 	out  int          // the owner's: jobs queued or read and not back yet
 
-	results  chan *Job[R, P] // done, stalled and not-run jobs, for the owner
+	results  chan *Job[R, P] // jobs the workers finished, for the owner
 	released chan int        // pids whose abandoned read returned
 	stop     chan struct{}
 	stopOnce sync.Once
@@ -221,8 +221,8 @@ func (p *Pool[R, P]) Back(j *Job[R, P]) {
 // Busy reports whether a job is queued or read and not back.
 func (p *Pool[R, P]) Busy() bool { return p.out > 0 }
 
-// Results returns the jobs back from the workers: done, stalled (from
-// AbandonOverdue too) or not run. The owner hands each to Back.
+// Results returns the jobs the workers finished. The owner hands each,
+// and each job AbandonOverdue returns, to Back once it has read them.
 func (p *Pool[R, P]) Results() <-chan *Job[R, P] { return p.results }
 
 // Released returns the pids whose abandoned read returned.
