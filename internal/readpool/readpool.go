@@ -12,6 +12,7 @@ package readpool
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -227,6 +228,14 @@ func (p *Pool[R, P]) Results() <-chan *Job[R, P] { return p.results }
 
 // Released returns the pids whose abandoned read returned.
 func (p *Pool[R, P]) Released() <-chan int { return p.released }
+
+// Waiting returns the jobs queued and not yet taken by a reader, in the
+// order readers take them: the urgent ones first.
+func (p *Pool[R, P]) Waiting() (urgent, normal []*Job[R, P]) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.urgent), slices.Clone(p.normal)
+}
 
 // Start starts workers readers.
 func (p *Pool[R, P]) Start(workers int) {

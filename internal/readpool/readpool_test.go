@@ -122,3 +122,28 @@ func TestTakenRequestIsSkipped(t *testing.T) {
 	assert.True(t, got.Reqs[0].ran)
 	assert.False(t, got.Reqs[1].ran)
 }
+
+// Urgent jobs are read before the others, each kind in the order queued.
+func TestUrgentJobsFirst(t *testing.T) {
+	c := &clock{t: time.Unix(0, 0)}
+	p := New(run, time.Second, 2, c.now)
+	a := &Job[req, *req]{Reqs: []req{{pid: 1}}}
+	b := &Job[req, *req]{Reqs: []req{{pid: 2}}, Urgent: true}
+	d := &Job[req, *req]{Reqs: []req{{pid: 3}}}
+	for _, j := range []*Job[req, *req]{a, b, d} {
+		p.Enqueue(j)
+	}
+	urgent, normal := p.Waiting()
+	assert.Equal(t, []*Job[req, *req]{b}, urgent)
+	assert.Equal(t, []*Job[req, *req]{a, d}, normal)
+	p.Start(1)
+	defer p.Close()
+	var order []int
+	for range 3 {
+		order = append(order, (<-p.Results()).Reqs[0].pid)
+	}
+	assert.Equal(t, []int{2, 1, 3}, order)
+	urgent, normal = p.Waiting()
+	assert.Empty(t, urgent)
+	assert.Empty(t, normal)
+}
