@@ -196,7 +196,7 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 // open starts a tracker of the host whose warnings go to errOut and speak
 // of ctxdump.
 func open(o options, errOut io.Writer) (*tracker.Tracker, error) {
-	cfg := tracker.DefaultConfig()
+	cfg := hostopen.DefaultConfig()
 	cfg.RootPath = o.root
 	cfg.CollectionInterval = 2 * time.Second
 	cfg.RescanInterval = 2 * time.Second

@@ -11,7 +11,6 @@ import (
 	"github.com/processctx/otelcol-processctx/internal/configkeys"
 	"github.com/processctx/otelcol-processctx/internal/hostopen"
 	"github.com/processctx/otelcol-processctx/internal/sharedtracker"
-	"github.com/processctx/otelcol-processctx/internal/tracker"
 )
 
 // Config is the extension's configuration: the settings of its tracker
@@ -24,9 +23,16 @@ var (
 	_ confmap.Validator   = (*Config)(nil)
 )
 
+// createDefaultConfig returns the tracker's defaults.
 func createDefaultConfig() *Config {
-	cfg := Config(sharedtracker.DefaultSettings())
-	return &cfg
+	c := hostopen.DefaultConfig()
+	return &Config{
+		RootPath: c.RootPath, MaxPayloadSize: c.MaxPayloadSize, Sources: c.Sources, Discovery: string(c.Discovery),
+		PublicationEvents: c.PublicationEvents, CollectionInterval: c.CollectionInterval, InitialDelay: c.InitialDelay,
+		Timeout: c.Timeout, RescanInterval: c.RescanInterval, RescanMaxInterval: c.RescanMaxInterval,
+		RescanBudget: c.RescanBudget, ReadTimeout: c.ReadTimeout, ReconcileInterval: c.ReconcileInterval,
+		GracePeriod: c.GracePeriod, RecheckInterval: c.RecheckInterval, WarningInterval: c.WarningInterval,
+	}
 }
 
 // Unmarshal reads the extension's section; a value of the wrong type is
@@ -43,5 +49,14 @@ func (c *Config) Validate() error {
 	return errors.Join(configkeys.Unknown(c, c.Unknown), hostopen.Validate(c.tracker()))
 }
 
-// tracker returns the configuration of the tracker.
-func (c *Config) tracker() tracker.Config { return (*sharedtracker.Settings)(c).Tracker() }
+// tracker returns the configuration of the tracker hostopen.Open opens:
+// its defaults, with c.
+func (c *Config) tracker() hostopen.Config {
+	t := hostopen.DefaultConfig()
+	t.RootPath, t.MaxPayloadSize, t.Sources, t.Discovery = c.RootPath, c.MaxPayloadSize, c.Sources, hostopen.Discovery(c.Discovery)
+	t.PublicationEvents, t.CollectionInterval, t.InitialDelay = c.PublicationEvents, c.CollectionInterval, c.InitialDelay
+	t.Timeout, t.RescanInterval, t.RescanMaxInterval = c.Timeout, c.RescanInterval, c.RescanMaxInterval
+	t.RescanBudget, t.ReadTimeout, t.ReconcileInterval = c.RescanBudget, c.ReadTimeout, c.ReconcileInterval
+	t.GracePeriod, t.RecheckInterval, t.WarningInterval = c.GracePeriod, c.RecheckInterval, c.WarningInterval
+	return t
+}

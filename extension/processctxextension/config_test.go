@@ -18,18 +18,18 @@ import (
 
 	"github.com/processctx/otelcol-processctx/extension/processctxextension/internal/metadata"
 	"github.com/processctx/otelcol-processctx/internal/configtest"
-	"github.com/processctx/otelcol-processctx/internal/sharedtracker"
+	"github.com/processctx/otelcol-processctx/internal/hostopen"
 	"github.com/processctx/otelcol-processctx/internal/tracker"
 )
 
 func TestLoadConfig(t *testing.T) {
 	cm, err := confmaptest.LoadConf(filepath.Join("testdata", "config.yaml"))
 	require.NoError(t, err)
-	full := sharedtracker.DefaultSettings()
+	full := *createDefaultConfig()
 	full.RootPath = "/hostfs"
 	full.MaxPayloadSize = 32768
 	full.Sources = []tracker.Source{tracker.SourceEnvironment}
-	full.Discovery = tracker.DiscoveryPoll
+	full.Discovery = string(hostopen.DiscoveryPoll)
 	full.PublicationEvents = "syscall_tracepoints"
 	full.CollectionInterval = 5 * time.Second
 	full.InitialDelay = time.Second
@@ -52,7 +52,7 @@ func TestLoadConfig(t *testing.T) {
 		{name: "", want: createDefaultConfig()},
 		// Validate reads the filesystem: /hostfs is no procfs here, and
 		// only that is refused, as the extension's start would.
-		{name: "full", want: (*Config)(&full), wantErr: []string{`root_path "/hostfs": procfs at /hostfs/proc: `}},
+		{name: "full", want: &full, wantErr: []string{`root_path "/hostfs": procfs at /hostfs/proc: `}},
 		{name: "invalid", wantErr: []string{
 			// The keys as the user wrote them, not the struct's path.
 			`root_path must be an absolute path, got "hostfs"`,

@@ -15,13 +15,14 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/processctx/otelcol-processctx/extension/processctxextension/internal/metadata"
+	"github.com/processctx/otelcol-processctx/internal/hostopen"
 	"github.com/processctx/otelcol-processctx/internal/sharedtracker"
 	"github.com/processctx/otelcol-processctx/internal/tracker"
 	"github.com/processctx/otelcol-processctx/internal/trackerstatus"
 )
 
 // openFunc opens a tracker: hostopen.Open, or a test's.
-type openFunc func(tracker.Config, *zap.Logger, ...tracker.Option) (*tracker.Tracker, error)
+type openFunc func(hostopen.Config, *zap.Logger, ...tracker.Option) (*tracker.Tracker, error)
 
 // processContextExtension runs the tracker.
 type processContextExtension struct {

@@ -27,6 +27,7 @@ import (
 
 	"github.com/processctx/otelcol-processctx/extension/processctxextension/internal/metadata"
 	"github.com/processctx/otelcol-processctx/extension/processctxextension/internal/metadatatest"
+	"github.com/processctx/otelcol-processctx/internal/hostopen"
 	"github.com/processctx/otelcol-processctx/internal/procfs"
 	"github.com/processctx/otelcol-processctx/internal/tracker"
 	"github.com/processctx/otelcol-processctx/internal/tracker/trackertest"
@@ -76,8 +77,8 @@ func (s *recordingSource) Close() error {
 
 // fakeOpen opens trackers of host with src as their event source.
 func fakeOpen(host *trackertest.Host, src tracker.EventSource) openFunc {
-	return func(cfg tracker.Config, logger *zap.Logger, opts ...tracker.Option) (*tracker.Tracker, error) {
-		return tracker.New(host, cfg, logger, append(opts, tracker.WithEventSources(src))...)
+	return func(cfg hostopen.Config, logger *zap.Logger, opts ...tracker.Option) (*tracker.Tracker, error) {
+		return tracker.New(host, cfg.Config, logger, append(opts, tracker.WithEventSources(src))...)
 	}
 }
 

@@ -11,7 +11,7 @@
 // name the Go type that did not take them ('tracker.Config' has invalid
 // keys). Values of the wrong type: the Config's Unmarshal calls Decode
 // ('discovery' expected a string, got a list, where mapstructure says
-// 'tracker.Discovery').
+// 'hostopen.Discovery').
 package configkeys
 
 import (

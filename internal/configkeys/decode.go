@@ -16,7 +16,7 @@ import (
 // its confmap.Unmarshaler) as the collector would, and says a value of the
 // wrong type by its key and the kind of value wanted ('discovery' expected
 // a string, got a list), where mapstructure names the Go type that refused
-// it ('tracker.Discovery'). Other errors keep their text.
+// it ('hostopen.Discovery'). Other errors keep their text.
 func Decode(conf *confmap.Conf, cfg any) error {
 	err := conf.Unmarshal(cfg)
 	if err == nil {

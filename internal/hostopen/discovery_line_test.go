@@ -13,21 +13,20 @@ import (
 
 	"github.com/processctx/otelcol-processctx/internal/procevents"
 	"github.com/processctx/otelcol-processctx/internal/pubevents"
-	"github.com/processctx/otelcol-processctx/internal/tracker"
 )
 
 // The start-up's second line names, for each source that could not be
 // opened, what is polled instead, why and what to change; nothing when
 // nothing is missing or when Open's container warning says it.
 func TestMissingHint(t *testing.T) {
-	cfg := tracker.DefaultConfig()
+	cfg := DefaultConfig()
 	cfg.CollectionInterval = 7 * time.Second
 	tracepoints := cfg
 	tracepoints.PublicationEvents = pubevents.SyscallTracepoints.String()
 	kernelRefuses := fmt.Errorf("%w: this kernel refuses BPF trampolines", pubevents.ErrUnsupported)
 	for _, tt := range []struct {
 		name            string
-		cfg             tracker.Config
+		cfg             Config
 		procErr, pubErr error
 		want            string
 	}{

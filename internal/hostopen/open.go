@@ -12,6 +12,7 @@ package hostopen
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -22,6 +23,76 @@ import (
 	"github.com/processctx/otelcol-processctx/internal/pubevents"
 	"github.com/processctx/otelcol-processctx/internal/tracker"
 )
+
+// Config is what Open needs: the tracker's settings, and how to open the
+// host, which the tracker never sees. The settings are the
+// process_context extension's keys (sharedtracker.Settings) by the same
+// names; what each means to a user is docs/configuration.md's.
+type Config struct {
+	tracker.Config
+	// RootPath is where the host's filesystem is mounted ("/hostfs" in a
+	// container with the host's procfs at /hostfs/proc).
+	RootPath  string
+	Discovery Discovery // which event sources Open starts
+	// PublicationEvents names the eBPF source of publication events (a
+	// pubevents mechanism, AutoPublicationEvents or NoPublicationEvents).
+	PublicationEvents string
+	// ReaderName is what the explanations of unreadable processes call the
+	// tracker's process ("ctxdump (uid 1000) lacks CAP_SYS_PTRACE"); empty:
+	// "the collector". Commands built on the tracker set it.
+	ReaderName string
+}
+
+// DefaultConfig returns the defaults of every setting.
+func DefaultConfig() Config {
+	return Config{Config: tracker.DefaultConfig(), RootPath: "/", Discovery: DiscoveryAuto, PublicationEvents: AutoPublicationEvents}
+}
+
+// PublicationEvents values besides the pubevents mechanisms' names.
+const (
+	// AutoPublicationEvents: fexit where the kernel allows it, else none.
+	AutoPublicationEvents = "auto"
+	// NoPublicationEvents: no eBPF program.
+	NoPublicationEvents = "none"
+)
+
+// Discovery is how a tracker learns of processes and publications.
+type Discovery string
+
+// Discovery modes.
+const (
+	// DiscoveryAuto: the event sources the privileges and the kernel
+	// allow, polling for the rest.
+	DiscoveryAuto Discovery = "auto"
+	// DiscoveryEvents: every event source; Open fails without one.
+	DiscoveryEvents Discovery = "events"
+	// DiscoveryPoll: scans only.
+	DiscoveryPoll Discovery = "poll"
+)
+
+// check reports every setting that is not usable, by its key (Validate
+// checks root_path's procfs too).
+func (c *Config) check() error {
+	var errs []error
+	if c.RootPath == "" || !filepath.IsAbs(c.RootPath) {
+		errs = append(errs, fmt.Errorf("root_path must be an absolute path, got %q", c.RootPath))
+	}
+	if err := c.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	switch c.Discovery {
+	case DiscoveryAuto, DiscoveryEvents, DiscoveryPoll:
+	default:
+		errs = append(errs, fmt.Errorf("discovery must be %q, %q or %q, got %q", DiscoveryAuto, DiscoveryEvents, DiscoveryPoll, c.Discovery))
+	}
+	if c.PublicationEvents != AutoPublicationEvents && c.PublicationEvents != NoPublicationEvents {
+		if _, err := pubevents.ParseMechanism(c.PublicationEvents); err != nil {
+			errs = append(errs, fmt.Errorf("publication_events must be %q, %q, %q, %q or %q, got %q", AutoPublicationEvents,
+				pubevents.Fexit, pubevents.SyscallTracepoints, pubevents.RawSysExit, NoPublicationEvents, c.PublicationEvents))
+		}
+	}
+	return errors.Join(errs...)
+}
 
 // Open returns a tracker (not started) of the host whose filesystem is
 // mounted at cfg.RootPath ("/" on the host, e.g. "/hostfs" in a container
@@ -34,12 +105,12 @@ import (
 // name the wrong processes). With root_path "/" in a container's pid
 // namespace it only warns: the collector then sees that container's
 // processes, which may be what the user wants (and polls: the kernel's
-// events name the host's pids). With tracker.DiscoveryEvents it fails
+// events name the host's pids). With DiscoveryEvents it fails
 // when an event source cannot be opened. The tracker holds its event
 // sources (a netlink socket, eBPF programs) from then on: the caller
 // calls Stop, whether it started the tracker or not, to release them.
-func Open(cfg tracker.Config, logger *zap.Logger, opts ...tracker.Option) (*tracker.Tracker, error) {
-	if err := cfg.Validate(); err != nil {
+func Open(cfg Config, logger *zap.Logger, opts ...tracker.Option) (*tracker.Tracker, error) {
+	if err := cfg.check(); err != nil {
 		return nil, fmt.Errorf("tracker: %w", err)
 	}
 	fs, notHost, err := openRoot(cfg)
@@ -63,16 +134,16 @@ func Open(cfg tracker.Config, logger *zap.Logger, opts ...tracker.Option) (*trac
 	if err != nil {
 		return nil, err
 	}
-	return tracker.New(host, cfg, logger, append(opts, tracker.WithEventSources(sources...), tracker.WithHostIdentity(fs.HostIdentity()))...)
+	return tracker.New(host, cfg.Config, logger, append(opts, tracker.WithEventSources(sources...), tracker.WithHostIdentity(fs.HostIdentity()))...)
 }
 
-// Validate reports what cfg.Validate reports and a root_path whose proc is
-// not a procfs of the host, with the error Open would fail with: the
+// Validate reports the settings of cfg that are not usable and a root_path
+// whose proc is not a procfs of the host, with the error Open would fail with: the
 // collector's validate command calls it, and starts nothing. It reads the
 // filesystem of the machine it runs on: validate a container's
 // configuration where its root_path is mounted.
-func Validate(cfg tracker.Config) error {
-	if err := cfg.Validate(); err != nil {
+func Validate(cfg Config) error {
+	if err := cfg.check(); err != nil {
 		return err
 	}
 	_, _, err := openRoot(cfg)
@@ -83,7 +154,7 @@ func Validate(cfg tracker.Config) error {
 // procfs, or is a container's with a root_path other than "/"; with "/" in
 // a container's pid namespace it returns, as notHost, why the pids are not
 // the host's. Validate calls it too: validate fails as start would.
-func openRoot(cfg tracker.Config) (fs *procfs.FS, notHost, err error) {
+func openRoot(cfg Config) (fs *procfs.FS, notHost, err error) {
 	rootPath := cfg.RootPath
 	fs, err = procfs.NewFS(rootPath, procfs.WithReaderName(cfg.ReaderName))
 	if err != nil {
@@ -103,10 +174,10 @@ func openRoot(cfg tracker.Config) (fs *procfs.FS, notHost, err error) {
 // processes visible) and, when a source the configuration asks for could
 // not be opened, a second one naming what to change, with the
 // documentation of the trade-off (the kernel's errors at debug level).
-func openSources(cfg tracker.Config, hostPids bool, processes int, logger *zap.Logger) ([]tracker.EventSource, error) {
+func openSources(cfg Config, hostPids bool, processes int, logger *zap.Logger) ([]tracker.EventSource, error) {
 	visible := zap.Int("processes", processes)
 	interval := zap.Duration("collection_interval", cfg.CollectionInterval)
-	if cfg.Discovery == tracker.DiscoveryPoll {
+	if cfg.Discovery == DiscoveryPoll {
 		logger.Info(fmt.Sprintf("Process discovery: polling (discovery: poll), scans every %s, %d processes visible",
 			cfg.CollectionInterval, processes), interval, visible)
 		return nil, nil
@@ -135,7 +206,7 @@ func openSources(cfg tracker.Config, hostPids bool, processes int, logger *zap.L
 			pubErr = err
 		}
 	}
-	if cfg.Discovery == tracker.DiscoveryEvents && (procErr != nil || pubErr != nil) {
+	if cfg.Discovery == DiscoveryEvents && (procErr != nil || pubErr != nil) {
 		for _, s := range sources {
 			_ = s.Close()
 		}
@@ -175,7 +246,7 @@ var errNotHostPids = errors.New("the procfs is not the host's: the kernel's even
 // missingHint says, in a few words, what polls instead of each source that
 // could not be opened, why, and what to change; "" when nothing is
 // missing, or when Open's warning about a container's procfs says it.
-func missingHint(cfg tracker.Config, procErr, pubErr error) string {
+func missingHint(cfg Config, procErr, pubErr error) string {
 	if errors.Is(procErr, errNotHostPids) {
 		return ""
 	}
@@ -183,7 +254,7 @@ func missingHint(cfg tracker.Config, procErr, pubErr error) string {
 	if pubErr != nil {
 		var why string
 		mechanism := cfg.PublicationEvents
-		if mechanism == tracker.AutoPublicationEvents {
+		if mechanism == AutoPublicationEvents {
 			mechanism = pubevents.Fexit.String()
 		}
 		switch {

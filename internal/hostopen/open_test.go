@@ -14,7 +14,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/processctx/otelcol-processctx/internal/pubtest"
-	"github.com/processctx/otelcol-processctx/internal/tracker"
 )
 
 // openFDs returns this process's open file descriptors: number and what
@@ -47,7 +46,7 @@ func opened(before, now map[string]string) []string {
 // What Open opens (the proc connector's netlink socket, eBPF programs and
 // maps, as far as this process may) is closed by Stop without Start.
 func TestOpenThenStopLeavesNothingOpen(t *testing.T) {
-	cfg := tracker.DefaultConfig()
+	cfg := DefaultConfig()
 	open := func() {
 		tr, err := Open(cfg, zap.NewNop())
 		require.NoError(t, err)
@@ -64,8 +63,8 @@ func TestOpenThenStopLeavesNothingOpen(t *testing.T) {
 // Open reads which host it reads from the root path: on the host, its
 // kernel's name and its machine id.
 func TestOpenReadsTheHostIdentity(t *testing.T) {
-	cfg := tracker.DefaultConfig()
-	cfg.Discovery = tracker.DiscoveryPoll
+	cfg := DefaultConfig()
+	cfg.Discovery = DiscoveryPoll
 	tr, err := Open(cfg, zap.NewNop())
 	require.NoError(t, err)
 	defer func() { assert.NoError(t, tr.Stop(context.Background())) }()
@@ -79,7 +78,7 @@ func TestOpenReadsTheHostIdentity(t *testing.T) {
 func TestConfigValidateAsOpen(t *testing.T) {
 	pubtest.RequireRoot(t)
 	for _, root := range []string{t.TempDir(), pubtest.MountProc(t, pubtest.SleepInNewPidNamespace(t))} {
-		cfg := tracker.DefaultConfig()
+		cfg := DefaultConfig()
 		cfg.RootPath = root
 		validateErr := Validate(cfg)
 		require.Error(t, validateErr, root)
@@ -89,4 +88,22 @@ func TestConfigValidateAsOpen(t *testing.T) {
 		assert.Contains(t, validateErr.Error(), fmt.Sprintf("root_path %q: ", root))
 	}
 
+}
+
+// Open refuses the settings of opening the host that are not usable, with
+// the tracker's (root_path's and discovery's checks moved here with them
+// from tracker.Config).
+func TestConfigCheck(t *testing.T) {
+	def := DefaultConfig()
+	require.NoError(t, def.check())
+	bad := DefaultConfig()
+	bad.RootPath, bad.Discovery, bad.PublicationEvents, bad.Readers = "hostfs", "ebpf", "kprobes", 0
+	err := bad.check()
+	require.Error(t, err)
+	for _, want := range []string{`root_path must be an absolute path, got "hostfs"`, `discovery must be "auto", "events" or "poll", got "ebpf"`,
+		`publication_events must be "auto", "fexit", "syscall_tracepoints", "raw_sys_exit" or "none", got "kprobes"`, "readers must be between 1 and 64"} {
+		assert.Contains(t, err.Error(), want)
+	}
+	_, err = Open(bad, zap.NewNop())
+	require.ErrorContains(t, err, `root_path must be an absolute path, got "hostfs"`)
 }

@@ -89,11 +89,11 @@ const lostCheck = 500 * time.Millisecond
 // the one source that costs the host's other processes nothing; "none"
 // returns no source and no error.
 func openPublicationEvents(name string) (*publicationSource, string, error) {
-	if name == tracker.NoPublicationEvents {
+	if name == NoPublicationEvents {
 		return nil, "", nil
 	}
 	m := pubevents.Fexit
-	if name != tracker.AutoPublicationEvents {
+	if name != AutoPublicationEvents {
 		var err error
 		if m, err = pubevents.ParseMechanism(name); err != nil {
 			return nil, "", err

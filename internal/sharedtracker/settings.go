@@ -13,48 +13,27 @@ import (
 // configuration sets, by their keys: the process_context extension's
 // section decodes into them, and the receiver and the processor name them
 // when one is written in their section. tracker.Config documents each; the
-// tracker's other settings (readers, quarantine backoff...) are no keys.
+// tracker's other settings (readers, quarantine backoff...) are no keys;
+// hostopen.Config documents root_path, discovery and publication_events.
+// The extension makes them a hostopen.Config.
 type Settings struct {
-	RootPath           string            `mapstructure:"root_path"`
-	MaxPayloadSize     uint32            `mapstructure:"max_payload_size"`
-	Sources            []tracker.Source  `mapstructure:"sources"`
-	Discovery          tracker.Discovery `mapstructure:"discovery"`
-	PublicationEvents  string            `mapstructure:"publication_events"`
-	CollectionInterval time.Duration     `mapstructure:"collection_interval"`
-	InitialDelay       time.Duration     `mapstructure:"initial_delay"`
-	Timeout            time.Duration     `mapstructure:"timeout"`
-	RescanInterval     time.Duration     `mapstructure:"rescan_interval"`
-	RescanMaxInterval  time.Duration     `mapstructure:"rescan_max_interval"`
-	RescanBudget       int               `mapstructure:"rescan_budget"`
-	ReadTimeout        time.Duration     `mapstructure:"read_timeout"`
-	ReconcileInterval  time.Duration     `mapstructure:"reconcile_interval"`
-	GracePeriod        time.Duration     `mapstructure:"grace_period"`
-	RecheckInterval    time.Duration     `mapstructure:"recheck_interval"`
-	WarningInterval    time.Duration     `mapstructure:"warning_interval"`
+	RootPath           string           `mapstructure:"root_path"`
+	MaxPayloadSize     uint32           `mapstructure:"max_payload_size"`
+	Sources            []tracker.Source `mapstructure:"sources"`
+	Discovery          string           `mapstructure:"discovery"`
+	PublicationEvents  string           `mapstructure:"publication_events"`
+	CollectionInterval time.Duration    `mapstructure:"collection_interval"`
+	InitialDelay       time.Duration    `mapstructure:"initial_delay"`
+	Timeout            time.Duration    `mapstructure:"timeout"`
+	RescanInterval     time.Duration    `mapstructure:"rescan_interval"`
+	RescanMaxInterval  time.Duration    `mapstructure:"rescan_max_interval"`
+	RescanBudget       int              `mapstructure:"rescan_budget"`
+	ReadTimeout        time.Duration    `mapstructure:"read_timeout"`
+	ReconcileInterval  time.Duration    `mapstructure:"reconcile_interval"`
+	GracePeriod        time.Duration    `mapstructure:"grace_period"`
+	RecheckInterval    time.Duration    `mapstructure:"recheck_interval"`
+	WarningInterval    time.Duration    `mapstructure:"warning_interval"`
 	// Unknown holds the keys that are none of the above (typos): the
 	// extension's Validate names them.
 	Unknown map[string]any `mapstructure:",remain"`
-}
-
-// DefaultSettings returns the tracker's defaults.
-func DefaultSettings() Settings {
-	c := tracker.DefaultConfig()
-	return Settings{
-		RootPath: c.RootPath, MaxPayloadSize: c.MaxPayloadSize, Sources: c.Sources, Discovery: c.Discovery,
-		PublicationEvents: c.PublicationEvents, CollectionInterval: c.CollectionInterval, InitialDelay: c.InitialDelay,
-		Timeout: c.Timeout, RescanInterval: c.RescanInterval, RescanMaxInterval: c.RescanMaxInterval,
-		RescanBudget: c.RescanBudget, ReadTimeout: c.ReadTimeout, ReconcileInterval: c.ReconcileInterval,
-		GracePeriod: c.GracePeriod, RecheckInterval: c.RecheckInterval, WarningInterval: c.WarningInterval,
-	}
-}
-
-// Tracker returns the tracker's configuration: its defaults, with s.
-func (s *Settings) Tracker() tracker.Config {
-	c := tracker.DefaultConfig()
-	c.RootPath, c.MaxPayloadSize, c.Sources, c.Discovery = s.RootPath, s.MaxPayloadSize, s.Sources, s.Discovery
-	c.PublicationEvents, c.CollectionInterval, c.InitialDelay = s.PublicationEvents, s.CollectionInterval, s.InitialDelay
-	c.Timeout, c.RescanInterval, c.RescanMaxInterval = s.Timeout, s.RescanInterval, s.RescanMaxInterval
-	c.RescanBudget, c.ReadTimeout, c.ReconcileInterval = s.RescanBudget, s.ReadTimeout, s.ReconcileInterval
-	c.GracePeriod, c.RecheckInterval, c.WarningInterval = s.GracePeriod, s.RecheckInterval, s.WarningInterval
-	return c
 }

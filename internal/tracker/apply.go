@@ -8,13 +8,15 @@ import (
 	"slices"
 
 	"go.uber.org/zap"
+
+	"github.com/processctx/otelcol-processctx/internal/readpool"
 )
 
 // applyJob applies what a job read: the results of its requests, the
 // stall of the one that did not return, and the rest queued again (or,
 // when no reader could run them, given up until the next scan).
 func (l *loop) applyJob(j *job) {
-	defer l.pool.back(j)
+	defer l.pool.Back(j)
 	each := func(r *request, fn func(*request)) {
 		switch {
 		case r.taken: // another job reads it (expedite)
@@ -24,21 +26,21 @@ func (l *loop) applyJob(j *job) {
 			fn(r)
 		}
 	}
-	state, n := j.outcome()
+	state, n := j.Outcome()
 	for i := range n {
-		each(&j.reqs[i], l.apply)
+		each(&j.Reqs[i], l.apply)
 	}
 	switch state {
-	case jobStalled:
-		each(&j.reqs[j.stalledAt], l.quarantine)
+	case readpool.Stalled:
+		each(&j.Reqs[n], l.quarantine)
 		// Those after it did not begin: nothing of them was read.
-		rest := slices.DeleteFunc(slices.Clone(j.reqs[j.stalledAt+1:]), func(r request) bool { return r.taken })
+		rest := slices.DeleteFunc(slices.Clone(j.Reqs[n+1:]), func(r request) bool { return r.taken })
 		if len(rest) > 0 {
-			l.enqueue(&job{scan: j.scan, urgent: j.urgent, reqs: rest})
+			l.enqueue(&job{Scan: j.Scan, Urgent: j.Urgent, Reqs: rest})
 		}
-	case jobNotRun:
-		for i := range j.reqs {
-			each(&j.reqs[i], l.closeNotRun)
+	case readpool.NotRun:
+		for i := range j.Reqs {
+			each(&j.Reqs[i], l.closeNotRun)
 		}
 	}
 	if l.scans.back(j) {

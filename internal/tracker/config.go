@@ -6,31 +6,23 @@ package tracker
 import (
 	"errors"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"time"
 
 	"github.com/processctx/otelcol-processctx/internal/configkeys"
 	"github.com/processctx/otelcol-processctx/internal/otep"
-	"github.com/processctx/otelcol-processctx/internal/pubevents"
 )
 
 // Config is a tracker's configuration. The settings before Readers are
 // the process_context extension's keys (sharedtracker.Settings), by the
 // same names: one vocabulary from the YAML to the loop; what each means to
-// a user is docs/configuration.md's.
+// a user is docs/configuration.md's. How the host is opened
+// (hostopen.Config) is no part of it.
 type Config struct {
-	// RootPath is where the host's filesystem is mounted ("/hostfs" in a
-	// container with the host's procfs at /hostfs/proc).
-	RootPath string
 	// MaxPayloadSize caps the payload a publisher may declare, and each of
 	// the two SDK variables kept from an environment.
-	MaxPayloadSize uint32
-	Sources        []Source  // where identities come from
-	Discovery      Discovery // which event sources hostopen.Open starts
-	// PublicationEvents names the eBPF source of publication events (a
-	// pubevents mechanism, AutoPublicationEvents or NoPublicationEvents).
-	PublicationEvents  string
+	MaxPayloadSize     uint32
+	Sources            []Source      // where identities come from
 	CollectionInterval time.Duration // between scans of the host
 	InitialDelay       time.Duration // before the first scan
 	// Timeout, when positive, bounds a scan: reads still out then are
@@ -70,20 +62,13 @@ type Config struct {
 	// through /proc/<pid>/mem, which fails at once where
 	// process_vm_readv waits.
 	MaxStalled int
-	// ReaderName is what the explanations of unreadable processes call the
-	// tracker's process ("ctxdump (uid 1000) lacks CAP_SYS_PTRACE"); empty:
-	// "the collector". Commands built on the tracker set it.
-	ReaderName string
 }
 
 // DefaultConfig returns the defaults of every setting.
 func DefaultConfig() Config {
 	return Config{
-		RootPath:           "/",
 		MaxPayloadSize:     otep.DefaultLimits().MaxPayloadSize,
 		Sources:            []Source{SourceContext, SourceEnvironment},
-		Discovery:          DiscoveryAuto,
-		PublicationEvents:  AutoPublicationEvents,
 		CollectionInterval: 10 * time.Second,
 		RescanInterval:     30 * time.Second,
 		RescanMaxInterval:  10 * time.Minute,
@@ -98,28 +83,6 @@ func DefaultConfig() Config {
 		MaxStalled:         32,
 	}
 }
-
-// PublicationEvents values besides the pubevents mechanisms' names.
-const (
-	// AutoPublicationEvents: fexit where the kernel allows it, else none.
-	AutoPublicationEvents = "auto"
-	// NoPublicationEvents: no eBPF program.
-	NoPublicationEvents = "none"
-)
-
-// Discovery is how a tracker learns of processes and publications.
-type Discovery string
-
-// Discovery modes.
-const (
-	// DiscoveryAuto: the event sources the privileges and the kernel
-	// allow, polling for the rest.
-	DiscoveryAuto Discovery = "auto"
-	// DiscoveryEvents: every event source; hostopen.Open fails without one.
-	DiscoveryEvents Discovery = "events"
-	// DiscoveryPoll: scans only.
-	DiscoveryPoll Discovery = "poll"
-)
 
 // Floors of the duration keys, and why each: docs/configuration.md's
 // table. Validate refuses a shorter one and says that a number without a
@@ -139,7 +102,7 @@ const (
 )
 
 // Validate reports every setting that is not usable, by its key
-// (hostopen.Validate checks root_path's procfs too).
+// (hostopen checks how the host is opened).
 func (c *Config) Validate() error {
 	var errs []error
 	positive := func(key string, d, least time.Duration) {
@@ -154,9 +117,6 @@ func (c *Config) Validate() error {
 		}
 		errs = append(errs, configkeys.BelowFloor(key, d, least, 0))
 	}
-	if c.RootPath == "" || !filepath.IsAbs(c.RootPath) {
-		errs = append(errs, fmt.Errorf("root_path must be an absolute path, got %q", c.RootPath))
-	}
 	if err := c.Limits().Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("max_payload_size: %w", err))
 	}
@@ -166,17 +126,6 @@ func (c *Config) Validate() error {
 	for i, src := range c.Sources {
 		if slices.Contains(c.Sources[:i], src) {
 			errs = append(errs, fmt.Errorf("sources lists %q twice", src))
-		}
-	}
-	switch c.Discovery {
-	case DiscoveryAuto, DiscoveryEvents, DiscoveryPoll:
-	default:
-		errs = append(errs, fmt.Errorf("discovery must be %q, %q or %q, got %q", DiscoveryAuto, DiscoveryEvents, DiscoveryPoll, c.Discovery))
-	}
-	if c.PublicationEvents != AutoPublicationEvents && c.PublicationEvents != NoPublicationEvents {
-		if _, err := pubevents.ParseMechanism(c.PublicationEvents); err != nil {
-			errs = append(errs, fmt.Errorf("publication_events must be %q, %q, %q, %q or %q, got %q", AutoPublicationEvents,
-				pubevents.Fexit, pubevents.SyscallTracepoints, pubevents.RawSysExit, NoPublicationEvents, c.PublicationEvents))
 		}
 	}
 	positive("collection_interval", c.CollectionInterval, floorCollectionInterval)

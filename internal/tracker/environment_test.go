@@ -212,7 +212,6 @@ func TestEnvironmentOfARealProcess(t *testing.T) {
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 
 	cfg := tracker.DefaultConfig()
-	cfg.Discovery = tracker.DiscoveryPoll
 	cfg.CollectionInterval = 100 * time.Millisecond
 	tr, _ := realTracker(t, cfg, newOwnHost(t, nil, cmd.Process.Pid))
 	waitPublished(t, tr, cmd.Process.Pid, "env-only", 30*time.Second)

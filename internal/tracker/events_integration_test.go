@@ -31,17 +31,17 @@ import (
 // With events, its scans and rescans are an hour apart: whatever it finds
 // within a test, events told it. Polling scans every 200 ms, with rescans
 // an hour apart: only the young schedule finds a late publisher.
-func liveTracker(t *testing.T, discovery tracker.Discovery) (*tracker.Tracker, *trackertest.Recorder, *observer.ObservedLogs) {
+func liveTracker(t *testing.T, discovery hostopen.Discovery) (*tracker.Tracker, *trackertest.Recorder, *observer.ObservedLogs) {
 	t.Helper()
 	pubtest.RequireRoot(t)
-	cfg := tracker.DefaultConfig()
+	cfg := hostopen.DefaultConfig()
 	cfg.Discovery = discovery
-	if discovery == tracker.DiscoveryEvents {
+	if discovery == hostopen.DiscoveryEvents {
 		cfg.PublicationEvents = trackertest.PublicationEvents(t)
 	}
 	cfg.RescanInterval, cfg.RescanMaxInterval = time.Hour, time.Hour
 	cfg.CollectionInterval = time.Hour
-	if discovery == tracker.DiscoveryPoll {
+	if discovery == hostopen.DiscoveryPoll {
 		cfg.CollectionInterval = 200 * time.Millisecond
 	}
 	core, logs := observer.New(zap.InfoLevel)
@@ -51,7 +51,7 @@ func liveTracker(t *testing.T, discovery tracker.Discovery) (*tracker.Tracker, *
 	t.Cleanup(func() { require.NoError(t, tr.Stop(context.Background())) })
 	sub := trackertest.Subscribe(t, tr)
 	<-tr.Ready()
-	if discovery == tracker.DiscoveryEvents {
+	if discovery == hostopen.DiscoveryEvents {
 		require.Equal(t, tracker.ProcessEvents|tracker.PublicationEvents, tr.LiveSources())
 	}
 	return tr, sub, logs
@@ -87,7 +87,7 @@ func serviceContext(name string) []byte {
 
 // A publisher that publishes 5 s after it started, then updates every 2 s.
 func TestLivePublisherLate(t *testing.T) {
-	for _, discovery := range []tracker.Discovery{tracker.DiscoveryEvents, tracker.DiscoveryPoll} {
+	for _, discovery := range []hostopen.Discovery{hostopen.DiscoveryEvents, hostopen.DiscoveryPoll} {
 		t.Run(string(discovery), func(t *testing.T) {
 			t.Parallel()
 			tr, sub, _ := liveTracker(t, discovery)
@@ -95,7 +95,7 @@ func TestLivePublisherLate(t *testing.T) {
 			time.Sleep(5 * time.Second) // the SDK starting up
 			p.Publish(serviceContext("late-v1"))
 			assert.Equal(t, []string{"published late-v1"}, changesOf(t, tr, sub, p.Pid, 1))
-			if discovery == tracker.DiscoveryPoll {
+			if discovery == hostopen.DiscoveryPoll {
 				return // updates are read at the next scan: the older tests' subject
 			}
 			for _, v := range []string{"late-v2", "late-v3"} {
@@ -108,7 +108,7 @@ func TestLivePublisherLate(t *testing.T) {
 }
 
 func TestLiveExit(t *testing.T) {
-	tr, sub, _ := liveTracker(t, tracker.DiscoveryEvents)
+	tr, sub, _ := liveTracker(t, hostopen.DiscoveryEvents)
 	p := pubtest.Start(t, pubtest.C, pubtest.Options{})
 	p.Publish(serviceContext("exits"))
 	assert.Equal(t, []string{"published exits"}, changesOf(t, tr, sub, p.Pid, 1))
@@ -117,7 +117,7 @@ func TestLiveExit(t *testing.T) {
 }
 
 func TestLiveUnpublish(t *testing.T) {
-	tr, sub, _ := liveTracker(t, tracker.DiscoveryEvents)
+	tr, sub, _ := liveTracker(t, hostopen.DiscoveryEvents)
 	p := pubtest.Start(t, pubtest.C, pubtest.Options{})
 	p.Publish(serviceContext("unmaps"))
 	assert.Equal(t, []string{"published unmaps"}, changesOf(t, tr, sub, p.Pid, 1))
@@ -127,7 +127,7 @@ func TestLiveUnpublish(t *testing.T) {
 
 // A process that starts as a shell, then execs into a publisher.
 func TestLiveExecIntoPublisher(t *testing.T) {
-	for _, discovery := range []tracker.Discovery{tracker.DiscoveryEvents, tracker.DiscoveryPoll} {
+	for _, discovery := range []hostopen.Discovery{hostopen.DiscoveryEvents, hostopen.DiscoveryPoll} {
 		t.Run(string(discovery), func(t *testing.T) {
 			t.Parallel()
 			tr, sub, _ := liveTracker(t, discovery)
@@ -143,7 +143,7 @@ func TestLiveExecIntoPublisher(t *testing.T) {
 // A publisher's forked child has no context (MADV_DONTFORK): with events
 // the tracker knows so from the fork alone, without reading it.
 func TestLiveFork(t *testing.T) {
-	tr, sub, _ := liveTracker(t, tracker.DiscoveryEvents)
+	tr, sub, _ := liveTracker(t, hostopen.DiscoveryEvents)
 	p := pubtest.Start(t, pubtest.C, pubtest.Options{})
 	p.Publish(serviceContext("parent"))
 	assert.Equal(t, []string{"published parent"}, changesOf(t, tr, sub, p.Pid, 1))
@@ -160,7 +160,7 @@ func TestLiveFork(t *testing.T) {
 // Storm: short-lived processes beside publishers; every publisher is
 // stated and deleted, and the tracker forgets the storm's processes.
 func TestLiveStorm(t *testing.T) {
-	tr, sub, _ := liveTracker(t, tracker.DiscoveryEvents)
+	tr, sub, _ := liveTracker(t, hostopen.DiscoveryEvents)
 	storm := buildStorm(t)
 	cmd := exec.Command(storm, "2000", "3", "10")
 	out := &strings.Builder{}
@@ -201,7 +201,7 @@ func TestFallbackAsHelper(t *testing.T) {
 	if err != nil {
 		t.Skip("only runs as a helper process")
 	}
-	cfg := tracker.DefaultConfig()
+	cfg := hostopen.DefaultConfig()
 	cfg.CollectionInterval = 200 * time.Millisecond
 	core, logs := observer.New(zap.InfoLevel)
 	tr, err := hostopen.Open(cfg, zap.New(core))
@@ -255,7 +255,7 @@ func TestLiveFallbackWithoutCapabilities(t *testing.T) {
 // reported, by design.
 func TestLivePublishersFromAShell(t *testing.T) {
 	const n = 120
-	for _, discovery := range []tracker.Discovery{tracker.DiscoveryEvents, tracker.DiscoveryPoll} {
+	for _, discovery := range []hostopen.Discovery{hostopen.DiscoveryEvents, hostopen.DiscoveryPoll} {
 		t.Run(string(discovery), func(t *testing.T) {
 			tr, sub, _ := liveTracker(t, discovery)
 			cpub := pubtest.Binary(t, pubtest.C)
@@ -323,7 +323,7 @@ func TestLivePublishersFromAShell(t *testing.T) {
 func TestLiveDefaultsCostTheHostNothing(t *testing.T) {
 	pubtest.RequireRoot(t)
 	core, logs := observer.New(zap.InfoLevel)
-	tr, err := hostopen.Open(tracker.DefaultConfig(), zap.New(core))
+	tr, err := hostopen.Open(hostopen.DefaultConfig(), zap.New(core))
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, tr.Stop(context.Background())) })
 	info := logs.FilterMessageSnippet("Process discovery").All()

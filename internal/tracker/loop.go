@@ -16,10 +16,11 @@ import (
 // that own what it changes, through their methods only, then publishes
 // what changed (flush). The parts (docs/internals.md draws them): reg
 // (registry.go), sched (schedule.go, plan.go: every "when"), scans
-// (scan.go), pool (pool.go), out (outputs.go), probes (probe.go), events
-// (sources.go), reports (reports.go, health.go). The loop's own code is
-// wiring: apply.go applies what reads found, events.go what events tell,
-// scan.go starts and finishes scans.
+// (scan.go), pool (internal/readpool, of read.go's requests), out
+// (outputs.go), probes (probe.go), events (sources.go), reports
+// (reports.go, health.go). The loop's own code is wiring: apply.go
+// applies what reads found, events.go what events tell, scan.go starts
+// and finishes scans.
 type loop struct {
 	cfg   Config
 	host  Host
@@ -50,7 +51,7 @@ type loop struct {
 // run is the loop's goroutine.
 func (l *loop) run() {
 	defer close(l.done)
-	defer l.pool.close()
+	defer l.pool.Close()
 	if l.cfg.InitialDelay > 0 {
 		select {
 		case <-time.After(l.cfg.InitialDelay):
@@ -73,9 +74,9 @@ func (l *loop) run() {
 			if l.scans.inProgress() == 0 {
 				l.startScan()
 			}
-		case j := <-l.pool.results:
+		case j := <-l.pool.Results():
 			l.applyJob(j)
-		case pid := <-l.pool.released:
+		case pid := <-l.pool.Released():
 			l.sched.unstick(pid)
 		case w := <-l.probeC:
 			l.probe(w)
@@ -88,7 +89,7 @@ func (l *loop) run() {
 			fn()
 		case <-tm.superviseC:
 			tm.superviseC = nil
-			for _, j := range l.pool.abandonOverdue() {
+			for _, j := range l.pool.AbandonOverdue() {
 				l.applyJob(j)
 			}
 		case ev := <-l.events.queue:
@@ -166,9 +167,9 @@ func (tm *loopTimers) arm(l *loop) {
 		tm.planC, tm.planAt = set(&tm.plans, max(time.Duration(at-l.clock()), time.Millisecond)), at
 	}
 	switch {
-	case l.pool.busy() && tm.superviseC == nil:
-		tm.superviseC = set(&tm.supervise, l.pool.superviseTick())
-	case !l.pool.busy() && tm.superviseC != nil:
+	case l.pool.Busy() && tm.superviseC == nil:
+		tm.superviseC = set(&tm.supervise, l.pool.SuperviseTick())
+	case !l.pool.Busy() && tm.superviseC != nil:
 		tm.supervise.Stop()
 		tm.superviseC = nil
 	}

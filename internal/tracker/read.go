@@ -12,6 +12,7 @@ import (
 	"github.com/processctx/otelcol-processctx/internal/otep"
 	"github.com/processctx/otelcol-processctx/internal/procfs"
 	"github.com/processctx/otelcol-processctx/internal/reader"
+	"github.com/processctx/otelcol-processctx/internal/readpool"
 	"github.com/processctx/otelcol-processctx/internal/sdkenv"
 )
 
@@ -37,7 +38,7 @@ type request struct {
 	start  uint64     // the known start time; 0 for opDiscover
 	addr   uint64     // opRefresh: the header's address
 	last   uint64     // opRefresh: the timestamp of the context held
-	via    reader.Via // set by job.begin
+	via    reader.Via // set by Begin
 	// stalled: a read of the process stalled before (proc.stall).
 	stalled bool
 	why     bool // opDescribe: explain a permission denial too
@@ -51,6 +52,25 @@ type request struct {
 
 	res result
 }
+
+// job and pool are the readers' (internal/readpool), of requests.
+type (
+	job  = readpool.Job[request, *request]
+	pool = readpool.Pool[request, *request]
+)
+
+// Begin is the one place that decides how memory is read: through the mem
+// file, which fails at once where process_vm_readv waits, once a read of
+// the process stalled, or for every process when memFileOnly.
+func (r *request) Begin(memFileOnly bool) {
+	if memFileOnly || r.stalled {
+		r.via = reader.ViaMemFile
+	}
+}
+
+func (r *request) Taken() bool { return r.taken }
+func (r *request) Take()       { r.taken = true }
+func (r *request) PID() int    { return r.pid }
 
 // result is what a request found.
 type result struct {

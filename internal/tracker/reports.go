@@ -102,7 +102,7 @@ func (k *tally) take(given bool, j *job, why bool) (list describedList, n int) {
 		n = k.n
 		for _, pid := range k.pids {
 			list = append(list, described{pid: pid})
-			j.reqs = append(j.reqs, request{pid: pid, op: opDescribe, why: why})
+			j.Reqs = append(j.Reqs, request{pid: pid, op: opDescribe, why: why})
 		}
 	}
 	k.reset()
@@ -137,10 +137,10 @@ func (r *reports) takeDue(warn func(w warning, n int) bool) *job {
 	p, j := &pendingReport{}, &job{}
 	p.denied, p.deniedN = r.denied.take(warn(deniedWarning, r.denied.n), j, true)
 	p.stalled, p.stalledN = r.stalled.take(warn(stalledWarning, r.stalled.n), j, false)
-	if len(j.reqs) == 0 {
+	if len(j.Reqs) == 0 {
 		return nil
 	}
-	p.left = len(j.reqs)
+	p.left = len(j.Reqs)
 	r.pending = p
 	return j
 }

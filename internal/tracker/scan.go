@@ -3,6 +3,8 @@
 
 package tracker
 
+import "github.com/processctx/otelcol-processctx/internal/readpool"
+
 // scans is the scans of the host: the one in progress and who waits for
 // it or the next, the reads counted between scans, and whether the first
 // finished (first: closed after the flush that publishes it, Ready). The
@@ -55,13 +57,13 @@ func (s *scans) count(o Outcome) { s.reads[o]++ }
 // sent and back count the jobs of the scan in progress; back reports
 // whether j was its last.
 func (s *scans) sent(j *job) {
-	if j.scan != 0 && j.scan == s.inProgress() {
+	if j.Scan != 0 && j.Scan == s.inProgress() {
 		s.cur.pending++
 	}
 }
 
 func (s *scans) back(j *job) bool {
-	if j.scan == 0 || j.scan != s.inProgress() {
+	if j.Scan == 0 || j.Scan != s.inProgress() {
 		return false
 	}
 	s.cur.pending--
@@ -167,11 +169,11 @@ type batch struct {
 
 func (b *batch) add(pid int, p *proc, c cause) {
 	if b.cur == nil {
-		b.cur = b.l.pool.newJob()
-		b.cur.scan = b.l.scans.inProgress()
+		b.cur = b.l.pool.NewJob()
+		b.cur.Scan = b.l.scans.inProgress()
 	}
-	b.cur.reqs = append(b.cur.reqs, b.l.sched.start(pid, p, c, b.now))
-	if len(b.cur.reqs) == jobSize {
+	b.cur.Reqs = append(b.cur.Reqs, b.l.sched.start(pid, p, c, b.now))
+	if len(b.cur.Reqs) == readpool.JobSize {
 		b.flush()
 	}
 }

@@ -43,13 +43,13 @@ type benchTracker struct {
 	tr     *tracker.Tracker
 	reader *reader.Reader
 	clock  *trackertest.Clock
-	cfg    tracker.Config
+	cfg    hostopen.Config
 	sub    *trackertest.Recorder
 }
 
 // newBenchTracker starts a tracker of this host and waits for its first
 // scan. tune changes the defaults.
-func newBenchTracker(b *testing.B, tune func(*tracker.Config)) *benchTracker {
+func newBenchTracker(b *testing.B, tune func(*hostopen.Config)) *benchTracker {
 	b.Helper()
 	bt := startBenchTracker(b, tune)
 	<-bt.tr.Ready()
@@ -57,11 +57,11 @@ func newBenchTracker(b *testing.B, tune func(*tracker.Config)) *benchTracker {
 	return bt
 }
 
-func startBenchTracker(b *testing.B, tune func(*tracker.Config)) *benchTracker {
+func startBenchTracker(b *testing.B, tune func(*hostopen.Config)) *benchTracker {
 	b.Helper()
-	cfg := tracker.DefaultConfig()
+	cfg := hostopen.DefaultConfig()
 	cfg.CollectionInterval = 1000 * time.Hour // the benchmark drives the scans
-	cfg.Discovery = tracker.DiscoveryPoll
+	cfg.Discovery = hostopen.DiscoveryPoll
 	if tune != nil {
 		tune(&cfg)
 	}
@@ -127,7 +127,7 @@ func (bt *benchTracker) publishers(f *fleet) int {
 
 // noRescan: no late-publisher rescan falls due during a benchmark, so that
 // a scan costs exactly what nothing changed costs.
-func noRescan(cfg *tracker.Config) {
+func noRescan(cfg *hostopen.Config) {
 	cfg.RescanInterval = 1000 * time.Hour
 	cfg.RescanMaxInterval = 1000 * time.Hour
 	// Nor a quarantine's retry: the largest maps files, read at discovery
@@ -221,7 +221,7 @@ func BenchmarkScan(b *testing.B) {
 		for b.Loop() {
 			for _, env := range []bool{false, true} {
 				b.StopTimer()
-				bt := startBenchTracker(b, func(cfg *tracker.Config) {
+				bt := startBenchTracker(b, func(cfg *hostopen.Config) {
 					if !env {
 						cfg.Sources = []tracker.Source{tracker.SourceContext}
 					}
@@ -299,7 +299,7 @@ func BenchmarkScan(b *testing.B) {
 	// find what events missed; the publishers' timestamps and the maps of
 	// the others are read once per reconcile interval (1 h).
 	b.Run("steady-defaults-events", func(b *testing.B) {
-		bt := newBenchTracker(b, func(cfg *tracker.Config) { cfg.Discovery = tracker.DiscoveryAuto })
+		bt := newBenchTracker(b, func(cfg *hostopen.Config) { cfg.Discovery = hostopen.DiscoveryAuto })
 		if live := bt.tr.LiveSources(); live != tracker.ProcessEvents|tracker.PublicationEvents {
 			b.Skipf("events unavailable here (live: %s): run as root", live)
 		}
@@ -377,7 +377,7 @@ func BenchmarkScan(b *testing.B) {
 func measureMemory(b *testing.B, f *fleet) (perIdle, perPub float64) {
 	b.Helper()
 	before := heapInUse()
-	bt := startBenchTracker(b, func(cfg *tracker.Config) { noRescan(cfg); cfg.GracePeriod = 0 })
+	bt := startBenchTracker(b, func(cfg *hostopen.Config) { noRescan(cfg); cfg.GracePeriod = 0 })
 	<-bt.tr.Ready()
 	_, stats := bt.sub.Take()
 	if len(stats) == 0 {

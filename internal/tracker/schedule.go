@@ -137,7 +137,7 @@ func (s *scheduler) act(pid int, p *proc, tr trigger) {
 			s.gather = nil
 		}
 	case rp.at <= now && ps.reading == causeNone:
-		s.queue(&job{urgent: rp.cause.urgent(), reqs: []request{s.start(pid, p, rp.cause, now)}})
+		s.queue(&job{Urgent: rp.cause.urgent(), Reqs: []request{s.start(pid, p, rp.cause, now)}})
 	default:
 		s.plan(pid, p, rp.cause, rp.at, now)
 		if rp.at <= now && rp.cause.urgent() {
@@ -152,17 +152,17 @@ func (s *scheduler) act(pid int, p *proc, tr trigger) {
 // of its job that long). A probe or an event waits for that read.
 func (s *scheduler) expedite(pid int, p *proc) {
 	j := p.sched.job
-	if j == nil || j.urgent && len(j.reqs) == 1 {
+	if j == nil || j.Urgent && len(j.Reqs) == 1 {
 		return
 	}
-	for i := range j.reqs {
+	for i := range j.Reqs {
 		// By index, not by value: a reader may be writing another
 		// request's result.
-		if j.reqs[i].pid == pid && j.reqs[i].serial == p.serial {
-			if j.take(i) {
-				r := j.reqs[i]
+		if j.Reqs[i].pid == pid && j.Reqs[i].serial == p.serial {
+			if j.Take(i) {
+				r := j.Reqs[i]
 				r.taken = false
-				s.queue(&job{urgent: true, reqs: []request{r}})
+				s.queue(&job{Urgent: true, Reqs: []request{r}})
 			}
 			return
 		}
@@ -172,14 +172,14 @@ func (s *scheduler) expedite(pid int, p *proc) {
 // queue hands j to the pool, and notes in each process read where its
 // read is.
 func (s *scheduler) queue(j *job) {
-	for i := range j.reqs {
-		if r := &j.reqs[i]; r.op != opDescribe {
+	for i := range j.Reqs {
+		if r := &j.Reqs[i]; r.op != opDescribe {
 			if p := s.reg.get(r.pid); p != nil && p.serial == r.serial {
 				p.sched.job = j
 			}
 		}
 	}
-	s.pool.enqueue(j)
+	s.pool.Enqueue(j)
 }
 
 // start marks a read of p for c out and returns its request: what to read

@@ -66,7 +66,10 @@ func (e *events) run(stop <-chan struct{}) {
 	for _, s := range e.sources {
 		e.wg.Go(func() {
 			if err := s.Run(e.notify); err != nil {
-				send(e.done, sourceStopped{sources: s.Sources(), err: err}, stop)
+				select {
+				case e.done <- sourceStopped{sources: s.Sources(), err: err}:
+				case <-stop:
+				}
 			}
 		})
 	}

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/processctx/otelcol-processctx/internal/procfs"
+	"github.com/processctx/otelcol-processctx/internal/readpool"
 )
 
 // Tracker tracks the processes of one host. See the package documentation.
@@ -72,7 +73,7 @@ func New(host Host, cfg Config, logger *zap.Logger, opts ...Option) (*Tracker, e
 	for _, o := range opts {
 		o(t)
 	}
-	l.pool = newPool(host, cfg, l.now)
+	l.pool = readpool.New(func(r *request) { read(host, r) }, cfg.ReadTimeout, cfg.MaxStalled, l.now)
 	l.events.add() // the channels, for the sources the options added
 	l.sched = scheduler{cfg: &l.cfg, clock: l.clock, reg: &l.reg, pool: l.pool, out: &l.out, events: &l.events, scans: &l.scans}
 	return t, nil
@@ -80,7 +81,7 @@ func New(host Host, cfg Config, logger *zap.Logger, opts ...Option) (*Tracker, e
 
 // StuckReads returns how many reads were abandoned at their deadline and
 // have not returned yet (each holds a reader goroutine).
-func (t *Tracker) StuckReads() int { return t.loop.pool.stuck() }
+func (t *Tracker) StuckReads() int { return t.loop.pool.Stuck() }
 
 // Host returns the host the tracker reads.
 func (t *Tracker) Host() Host { return t.loop.host }
@@ -92,7 +93,7 @@ func (t *Tracker) Start() {
 		return
 	}
 	t.loop.epoch = t.loop.now()
-	t.loop.pool.start(t.loop.cfg.Readers)
+	t.loop.pool.Start(t.loop.cfg.Readers)
 	t.loop.events.run(t.loop.stop)
 	go t.loop.run()
 }
@@ -121,7 +122,7 @@ func (t *Tracker) Stop(ctx context.Context) error {
 		return fmt.Errorf("stop event sources: %w", ctx.Err())
 	}
 	// Readers not blocked in a read exit right away.
-	t.loop.pool.quiesce(ctx)
+	t.loop.pool.Quiesce(ctx)
 	return nil
 }
 
@@ -160,7 +161,7 @@ func (t *Tracker) WaitIdle(ctx context.Context) error {
 	for {
 		idle := false
 		if err := t.loop.onLoop(ctx, func() {
-			idle = t.loop.scans.inProgress() == 0 && !t.loop.pool.busy() && !t.loop.reports.describing()
+			idle = t.loop.scans.inProgress() == 0 && !t.loop.pool.Busy() && !t.loop.reports.describing()
 		}); err != nil || idle {
 			return err
 		}

@@ -80,7 +80,7 @@ func testConfig() *Config {
 func newHarness(t testing.TB, cfg *Config) *harness {
 	t.Helper()
 	tc := tracker.DefaultConfig()
-	fs, err := procfs.NewFS(tc.RootPath)
+	fs, err := procfs.NewFS(hostopen.DefaultConfig().RootPath)
 	require.NoError(t, err)
 	host, err := hostopen.NewHost(fs, tc.Limits())
 	require.NoError(t, err)

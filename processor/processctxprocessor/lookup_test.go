@@ -272,9 +272,9 @@ func TestRealPidsCostNoProcIOWhenKnown(t *testing.T) {
 // before the extension's recheck_interval would have it read again.
 func TestPublicationEventEnrichesTheNextBatch(t *testing.T) {
 	pubtest.RequireRoot(t)
-	tc := tracker.DefaultConfig()
+	tc := hostopen.DefaultConfig()
 	tc.CollectionInterval, tc.RecheckInterval = time.Hour, time.Hour
-	tc.Discovery = tracker.DiscoveryEvents
+	tc.Discovery = hostopen.DiscoveryEvents
 	tc.PublicationEvents = trackertest.PublicationEvents(t)
 	tr, err := hostopen.Open(tc, zap.NewNop())
 	require.NoError(t, err)

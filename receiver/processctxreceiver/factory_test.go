@@ -12,8 +12,8 @@ import (
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/receiver/receivertest"
 
+	"github.com/processctx/otelcol-processctx/internal/hostopen"
 	"github.com/processctx/otelcol-processctx/internal/sharedtracker/sharedtrackertest"
-	"github.com/processctx/otelcol-processctx/internal/tracker"
 	"github.com/processctx/otelcol-processctx/receiver/processctxreceiver/internal/metadata"
 )
 
@@ -26,6 +26,6 @@ func TestFactory(t *testing.T) {
 
 	rcv, err := f.CreateLogs(context.Background(), receivertest.NewNopSettings(metadata.Type), cfg, consumertest.NewNop())
 	require.NoError(t, err)
-	require.NoError(t, rcv.Start(context.Background(), sharedtrackertest.Host(startTracker(t, tracker.DefaultConfig()))))
+	require.NoError(t, rcv.Start(context.Background(), sharedtrackertest.Host(startTracker(t, hostopen.DefaultConfig()))))
 	require.NoError(t, rcv.Shutdown(context.Background()))
 }

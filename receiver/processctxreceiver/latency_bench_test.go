@@ -20,6 +20,7 @@ import (
 	"go.opentelemetry.io/collector/receiver/receivertest"
 	"golang.org/x/sys/unix"
 
+	"github.com/processctx/otelcol-processctx/internal/hostopen"
 	"github.com/processctx/otelcol-processctx/internal/otep"
 	"github.com/processctx/otelcol-processctx/internal/pubtest"
 	"github.com/processctx/otelcol-processctx/internal/sharedtracker/sharedtrackertest"
@@ -101,11 +102,11 @@ func (a *arrivals) wait(k arrival, timeout time.Duration) (time.Time, bool) {
 
 // startBenchReceiver starts a receiver with the default settings but for
 // discovery, feeding a.
-func startBenchReceiver(b *testing.B, discovery tracker.Discovery, a *arrivals) (*processContextReceiver, *tracker.Tracker) {
+func startBenchReceiver(b *testing.B, discovery hostopen.Discovery, a *arrivals) (*processContextReceiver, *tracker.Tracker) {
 	b.Helper()
-	tc := tracker.DefaultConfig()
+	tc := hostopen.DefaultConfig()
 	tc.Discovery = discovery
-	if discovery == tracker.DiscoveryEvents {
+	if discovery == hostopen.DiscoveryEvents {
 		tc.PublicationEvents = trackertest.PublicationEvents(b)
 	}
 	tr := startTracker(b, tc)
@@ -124,7 +125,7 @@ func startBenchReceiver(b *testing.B, discovery tracker.Discovery, a *arrivals) 
 	}
 	b.Cleanup(func() { _ = r.Shutdown(context.Background()) })
 	<-tr.Ready()
-	if discovery == tracker.DiscoveryEvents && tr.LiveSources() != tracker.ProcessEvents|tracker.PublicationEvents {
+	if discovery == hostopen.DiscoveryEvents && tr.LiveSources() != tracker.ProcessEvents|tracker.PublicationEvents {
 		b.Fatalf("events: live sources %s", tr.LiveSources())
 	}
 	return r, tr
@@ -180,7 +181,7 @@ func phase(b *testing.B, pubs []*pubtest.Proc, a *arrivals, spread, timeout time
 func BenchmarkEventLatency(b *testing.B) {
 	pubtest.RequireRoot(b)
 	const publishers = 100
-	for _, discovery := range []tracker.Discovery{tracker.DiscoveryEvents, tracker.DiscoveryAuto, tracker.DiscoveryPoll} {
+	for _, discovery := range []hostopen.Discovery{hostopen.DiscoveryEvents, hostopen.DiscoveryAuto, hostopen.DiscoveryPoll} {
 		b.Run(string(discovery), func(b *testing.B) {
 			var publish, update, exit latencies
 			for b.Loop() {

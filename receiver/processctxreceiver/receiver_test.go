@@ -131,8 +131,8 @@ func testConfig() *Config {
 }
 
 // testTrackerConfig scans the host often.
-func testTrackerConfig() tracker.Config {
-	tc := tracker.DefaultConfig()
+func testTrackerConfig() hostopen.Config {
+	tc := hostopen.DefaultConfig()
 	tc.CollectionInterval = 100 * time.Millisecond
 	tc.RescanInterval = 500 * time.Millisecond
 	return tc
@@ -140,7 +140,7 @@ func testTrackerConfig() tracker.Config {
 
 // startTracker starts a tracker of the host's processes, as the
 // process_context extension does, until the test ends.
-func startTracker(tb testing.TB, tc tracker.Config) *tracker.Tracker {
+func startTracker(tb testing.TB, tc hostopen.Config) *tracker.Tracker {
 	tb.Helper()
 	tr, err := hostopen.Open(tc, zap.NewNop())
 	require.NoError(tb, err)
@@ -152,7 +152,7 @@ func startTracker(tb testing.TB, tc tracker.Config) *tracker.Tracker {
 // newTestHost is a collector host with a process_context extension's
 // tracker (the generated lifecycle tests start the receiver on it).
 func newTestHost(t *testing.T) component.Host {
-	return sharedtrackertest.Host(startTracker(t, tracker.DefaultConfig()))
+	return sharedtrackertest.Host(startTracker(t, hostopen.DefaultConfig()))
 }
 
 type running struct {

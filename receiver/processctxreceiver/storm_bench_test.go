@@ -18,9 +18,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/processctx/otelcol-processctx/internal/hostopen"
 	"github.com/processctx/otelcol-processctx/internal/otep"
 	"github.com/processctx/otelcol-processctx/internal/pubtest"
-	"github.com/processctx/otelcol-processctx/internal/tracker"
 )
 
 // BenchmarkStorm runs a storm of short-lived processes (testdata/storm:
@@ -48,7 +48,7 @@ func BenchmarkStorm(b *testing.B) {
 		base := sr.run(b, nil)
 
 		a := newArrivals()
-		r, tr := startBenchReceiver(b, tracker.DiscoveryEvents, a)
+		r, tr := startBenchReceiver(b, hostopen.DiscoveryEvents, a)
 		lostStart := tr.Events().Lost
 		got := sr.run(b, a)
 		missing := 0

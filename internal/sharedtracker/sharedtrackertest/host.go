@@ -3,7 +3,8 @@
 
 // Package sharedtrackertest gives the tests of the process_context
 // components a collector host whose process_context extension runs a
-// tracker the test made.
+// tracker the test made, and a fake of that tracker for unit tests of
+// their logic.
 package sharedtrackertest
 
 import (
@@ -18,8 +19,16 @@ import (
 var ExtensionID = component.MustNewID("process_context")
 
 // Host returns a component.Host whose only extension provides tr, as the
-// process_context extension does.
+// process_context extension does (nil: an extension not started).
 func Host(tr *tracker.Tracker) component.Host {
+	if tr == nil {
+		return HostOf(nil)
+	}
+	return HostOf(tr)
+}
+
+// HostOf is Host for any tracker the extension may share, such as a Fake.
+func HostOf(tr sharedtracker.Tracker) component.Host {
 	return host{ExtensionID: &extension{tr: tr}}
 }
 
@@ -33,14 +42,11 @@ func (host) Report(*componentstatus.Event) {}
 type extension struct {
 	component.StartFunc
 	component.ShutdownFunc
-	tr *tracker.Tracker
+	tr sharedtracker.Tracker
 }
 
 var _ sharedtracker.Provider = (*extension)(nil)
 
 func (e *extension) ProcessTracker() sharedtracker.Tracker {
-	if e.tr == nil {
-		return nil
-	}
 	return e.tr
 }
