@@ -4,6 +4,8 @@
 package tracker
 
 import (
+	"github.com/processctx/otelcol-processctx/internal/readpool"
+
 	"testing"
 	"time"
 
@@ -323,7 +325,7 @@ func TestPlanGrid(t *testing.T) {
 	// Processes exec'd over 100 ms, and one whose publication event asks
 	// for an urgent read due at the same point: one job of the young reads
 	// (jobSize at most), the event's on its own.
-	const n = jobSize + 10
+	const n = readpool.JobSize + 10
 	clock = 5*time.Second + 10*time.Millisecond
 	for pid := 100; pid < 100+n; pid++ {
 		clock += 100 * time.Millisecond / n
@@ -345,12 +347,13 @@ func TestPlanGrid(t *testing.T) {
 	clock = time.Duration(at) // the loop clock is 1 ns ahead of the time since the epoch
 	l.sched.runDue()
 	var sizes []int
-	for _, j := range l.pool.normal {
-		sizes = append(sizes, len(j.reqs))
+	urgent, normal := l.pool.Waiting()
+	for _, j := range normal {
+		sizes = append(sizes, len(j.Reqs))
 	}
-	assert.Equal(t, []int{jobSize, n - jobSize}, sizes, "the young reads due together: in jobs of up to jobSize")
-	require.Len(t, l.pool.urgent, 1, "the event's read on its own, before them")
-	assert.Equal(t, 99, l.pool.urgent[0].reqs[0].pid)
+	assert.Equal(t, []int{readpool.JobSize, n - readpool.JobSize}, sizes, "the young reads due together: in jobs of up to JobSize")
+	require.Len(t, urgent, 1, "the event's read on its own, before them")
+	assert.Equal(t, 99, urgent[0].Reqs[0].pid)
 	for pid := 99; pid < 100+n; pid++ {
 		assert.NotEqual(t, causeNone, l.reg.get(pid).sched.reading, "pid %d read", pid)
 	}

@@ -4,6 +4,8 @@
 package tracker
 
 import (
+	"github.com/processctx/otelcol-processctx/internal/readpool"
+
 	"container/heap"
 	"time"
 
@@ -129,10 +131,10 @@ func (s *scheduler) act(pid int, p *proc, tr trigger) {
 	case rp.cause == causeNone:
 	case rp.at <= now && ps.reading == causeNone && s.gathering && !rp.cause.urgent():
 		if s.gather == nil {
-			s.gather = s.pool.newJob()
+			s.gather = s.pool.NewJob()
 		}
-		s.gather.reqs = append(s.gather.reqs, s.start(pid, p, rp.cause, now))
-		if len(s.gather.reqs) == jobSize {
+		s.gather.Reqs = append(s.gather.Reqs, s.start(pid, p, rp.cause, now))
+		if len(s.gather.Reqs) == readpool.JobSize {
 			s.queue(s.gather)
 			s.gather = nil
 		}
