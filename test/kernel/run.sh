@@ -20,6 +20,7 @@
 #   KERNEL_GUEST_ENV     NAME=value words for the guest's tests (the kernel
 #                        hands parameters it does not know to init's
 #                        environment), e.g. "HOSTCOST_ROUNDS=2 KMATRIX_TEST_TIMEOUT=20m"
+#   KERNEL_FETCH_ONLY    set: download the kernels into KERNEL_CACHE and stop
 #   KERNEL_PLAN          what runs in the guests instead of PLAN below (to
 #                        chase one test: "tracker -test.run=^TestX$ -test.count=5")
 set -euo pipefail
@@ -77,10 +78,6 @@ if [ ${#need[@]} -gt 0 ]; then
 	apt-get update -q
 	apt-get install -y -q "${need[@]}"
 fi
-[ -e "$COLLECTOR" ] || die "$COLLECTOR missing: make build"
-if readelf -l "$COLLECTOR" | grep -q INTERP; then
-	die "$COLLECTOR is not static: the guests have no libc"
-fi
 
 # --- Kernels: the newest package matching each line, its vmlinuz (and
 # config) cached by package and version.
@@ -129,6 +126,16 @@ while read -r name re pub proc; do
 	EXPECT_PUB[$name]=$pub EXPECT_PROC[$name]=$proc
 done <<<"$MATRIX"
 [ ${#names[@]} -gt 0 ] || die "no kernel selected (KERNELS=$KERNELS)"
+# KERNEL_FETCH_ONLY: the downloads alone, before the collector is built
+# (.ci/run fetches while it compiles).
+if [ -n "${KERNEL_FETCH_ONLY:-}" ]; then
+	log "kernels in $CACHE: ${names[*]}"
+	exit 0
+fi
+[ -e "$COLLECTOR" ] || die "$COLLECTOR missing: make build"
+if readelf -l "$COLLECTOR" | grep -q INTERP; then
+	die "$COLLECTOR is not static: the guests have no libc"
+fi
 
 # --- The initramfs, shared by every kernel (Debian's kernels have all the
 # tests need built in: BPF, BTF, the proc connector, tracefs, cgroup2).
