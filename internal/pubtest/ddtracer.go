@@ -57,37 +57,21 @@ func buildDDTracer() (string, error) {
 		fmt.Fprintf(h, "%s %d\n", src, len(data))
 		h.Write(data)
 	}
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		cache = os.TempDir()
-	}
-	dir := filepath.Join(cache, "otelcol-processctx-pubtest", "ddtracer-"+hex.EncodeToString(h.Sum(nil))[:16])
-	bin := filepath.Join(dir, "ddtracer")
-	if fileExists(bin) {
-		return bin, nil
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
-	}
-	// Built under a temporary name and renamed into place: test binaries
-	// of other packages may build at the same time.
-	tmp, err := os.MkdirTemp(dir, "build-")
+	dir, err := cachedBuild("ddtracer-"+hex.EncodeToString(h.Sum(nil))[:16], []string{"ddtracer"}, func(tmp string) error {
+		cmd := exec.Command("go", "build", "-o", filepath.Join(tmp, "ddtracer"), ".")
+		cmd.Dir = filepath.Join(root, "testdata", "ddtracer")
+		// Its own module, as its go.mod and go.sum say: no workspace, no
+		// vendoring or flags of the caller's.
+		cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=readonly -buildvcs=false")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("build testdata/ddtracer (dd-trace-go, through the module proxy): %w\n%s", err, out)
+		}
+		return nil
+	})
 	if err != nil {
 		return "", err
 	}
-	defer func() { _ = os.RemoveAll(tmp) }()
-	cmd := exec.Command("go", "build", "-o", filepath.Join(tmp, "ddtracer"), ".")
-	cmd.Dir = filepath.Join(root, "testdata", "ddtracer")
-	// Its own module, as its go.mod and go.sum say: no workspace, no
-	// vendoring or flags of the caller's.
-	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=readonly -buildvcs=false")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("build testdata/ddtracer (dd-trace-go, through the module proxy): %w\n%s", err, out)
-	}
-	if err := os.Rename(filepath.Join(tmp, "ddtracer"), bin); err != nil {
-		return "", err
-	}
-	return bin, nil
+	return filepath.Join(dir, "ddtracer"), nil
 }
 
 // StartDDTracer starts testdata/ddtracer with env added to a quiet

@@ -23,6 +23,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -98,37 +99,47 @@ func buildPublishers() (string, error) {
 			return "", fmt.Errorf("hash publisher sources: %w", err)
 		}
 	}
+	return cachedBuild(hex.EncodeToString(h.Sum(nil))[:16], []string{"go-publisher", "c-publisher"}, func(tmp string) error {
+		goCmd := exec.Command("go", "build", "-o", filepath.Join(tmp, "go-publisher"), "./cmd/ctxpublisher")
+		goCmd.Dir = root
+		if out, err := goCmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("build Go publisher: %w\n%s", err, out)
+		}
+		cCmd := exec.Command("gcc", "-O2", "-Wall", "-Wextra", "-Werror", "-std=gnu11", "-pthread",
+			"-o", filepath.Join(tmp, "c-publisher"), "testdata/cpublisher/publisher.c")
+		cCmd.Dir = root
+		if out, err := cCmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("build C publisher (gcc is required): %w\n%s", err, out)
+		}
+		return nil
+	})
+}
+
+// cachedBuild returns the directory of the user's cache named for key,
+// holding the files names once build has written them. build writes them
+// into a temporary directory, from which they are renamed into place: test
+// binaries of other packages may build at the same time.
+func cachedBuild(key string, names []string, build func(tmp string) error) (string, error) {
 	cache, err := os.UserCacheDir()
 	if err != nil {
 		cache = os.TempDir()
 	}
-	dir := filepath.Join(cache, "otelcol-processctx-pubtest", hex.EncodeToString(h.Sum(nil))[:16])
-	goBin, cBin := filepath.Join(dir, "go-publisher"), filepath.Join(dir, "c-publisher")
-	if fileExists(goBin) && fileExists(cBin) {
+	dir := filepath.Join(cache, "otelcol-processctx-pubtest", key)
+	if !slices.ContainsFunc(names, func(name string) bool { return !fileExists(filepath.Join(dir, name)) }) {
 		return dir, nil
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
-	// Built under temporary names and renamed into place: test binaries of
-	// other packages may build at the same time.
 	tmp, err := os.MkdirTemp(dir, "build-")
 	if err != nil {
 		return "", err
 	}
 	defer func() { _ = os.RemoveAll(tmp) }()
-	goCmd := exec.Command("go", "build", "-o", filepath.Join(tmp, "go-publisher"), "./cmd/ctxpublisher")
-	goCmd.Dir = root
-	if out, err := goCmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("build Go publisher: %w\n%s", err, out)
+	if err := build(tmp); err != nil {
+		return "", err
 	}
-	cCmd := exec.Command("gcc", "-O2", "-Wall", "-Wextra", "-Werror", "-std=gnu11", "-pthread",
-		"-o", filepath.Join(tmp, "c-publisher"), "testdata/cpublisher/publisher.c")
-	cCmd.Dir = root
-	if out, err := cCmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("build C publisher (gcc is required): %w\n%s", err, out)
-	}
-	for _, name := range []string{"go-publisher", "c-publisher"} {
+	for _, name := range names {
 		if err := os.Rename(filepath.Join(tmp, name), filepath.Join(dir, name)); err != nil {
 			return "", err
 		}
