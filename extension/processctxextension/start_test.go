@@ -29,6 +29,7 @@ import (
 	"github.com/processctx/otelcol-processctx/extension/processctxextension/internal/metadatatest"
 	"github.com/processctx/otelcol-processctx/internal/hostopen"
 	"github.com/processctx/otelcol-processctx/internal/procfs"
+	"github.com/processctx/otelcol-processctx/internal/pubtest"
 	"github.com/processctx/otelcol-processctx/internal/tracker"
 	"github.com/processctx/otelcol-processctx/internal/tracker/trackertest"
 )
@@ -98,22 +99,6 @@ func TestFailedStartClosesTheTracker(t *testing.T) {
 	assert.Equal(t, int32(1), src.closes.Load(), "closed once")
 }
 
-// openFDs returns this process's open file descriptors: number and what
-// they name.
-func openFDs(t *testing.T) map[string]string {
-	t.Helper()
-	entries, err := os.ReadDir("/proc/self/fd")
-	require.NoError(t, err)
-	fds := map[string]string{}
-	for _, e := range entries {
-		// The directory's own descriptor is closed by now: left out.
-		if target, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil {
-			fds[e.Name()] = target
-		}
-	}
-	return fds
-}
-
 // The same with the host's tracker: what it opened (the proc connector's
 // netlink socket, eBPF programs and maps, as far as this process may) is
 // closed again.
@@ -126,17 +111,11 @@ func TestFailedStartLeavesNoDescriptorOpen(t *testing.T) {
 		require.NoError(t, ext.Shutdown(context.Background()))
 	}
 	startFailing() // the runtime's own descriptors (netpoll) are open from now on
-	before := openFDs(t)
+	before := pubtest.OpenFDs(t)
 	for range 3 {
 		startFailing()
 	}
-	var leaked []string
-	for fd, target := range openFDs(t) {
-		if before[fd] != target {
-			leaked = append(leaked, fd+" -> "+target)
-		}
-	}
-	assert.Empty(t, leaked)
+	assert.Empty(t, pubtest.OpenedSince(before, pubtest.OpenFDs(t)))
 }
 
 // The tracker's scans are the extension's telemetry: with no receiver

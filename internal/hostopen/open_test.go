@@ -16,33 +16,6 @@ import (
 	"github.com/processctx/otelcol-processctx/internal/pubtest"
 )
 
-// openFDs returns this process's open file descriptors: number and what
-// they name.
-func openFDs(t *testing.T) map[string]string {
-	t.Helper()
-	entries, err := os.ReadDir("/proc/self/fd")
-	require.NoError(t, err)
-	fds := map[string]string{}
-	for _, e := range entries {
-		// The directory's own descriptor is closed by now: left out.
-		if target, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil {
-			fds[e.Name()] = target
-		}
-	}
-	return fds
-}
-
-// opened returns the descriptors of now that before did not have.
-func opened(before, now map[string]string) []string {
-	var fds []string
-	for fd, target := range now {
-		if before[fd] != target {
-			fds = append(fds, fd+" -> "+target)
-		}
-	}
-	return fds
-}
-
 // What Open opens (the proc connector's netlink socket, eBPF programs and
 // maps, as far as this process may) is closed by Stop without Start.
 func TestOpenThenStopLeavesNothingOpen(t *testing.T) {
@@ -53,11 +26,11 @@ func TestOpenThenStopLeavesNothingOpen(t *testing.T) {
 		require.NoError(t, tr.Stop(context.Background()))
 	}
 	open() // the runtime's own descriptors (netpoll) are open from now on
-	before := openFDs(t)
+	before := pubtest.OpenFDs(t)
 	for range 3 {
 		open()
 	}
-	assert.Empty(t, opened(before, openFDs(t)))
+	assert.Empty(t, pubtest.OpenedSince(before, pubtest.OpenFDs(t)))
 }
 
 // Open reads which host it reads from the root path: on the host, its
