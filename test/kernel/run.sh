@@ -47,12 +47,13 @@ PLAN='
 pubevents   -test.skip=^TestCompatSyscallsAreIgnored$
 procevents
 e2e         -test.run=^TestUnprivilegedUserWithCapabilities$
-tracker     -test.run=^(TestLive|TestSteadyState|TestPidReuse|TestPermissionDenied|TestHostile|TestStopWhileAReadIsStuck|TestEnvironmentOfARealProcess|TestOpen|TestRealUnchangeableDenial) -test.skip=^TestLiveStorm$
+tracker     -test.run=^(TestLive|TestSteadyState|TestPidReuse|TestPermissionDenied|TestHostile|TestStopWhileAReadIsStuck|TestEnvironmentOfARealProcess|TestRealUnchangeableDenial) -test.skip=^TestLiveStorm$
+hostopen    -test.run=^TestOpen
 kernel
 '
 PLAN=${KERNEL_PLAN:-$PLAN}
 # Where each package's sources are (for go test -c and its testdata).
-declare -A PKGDIR=([pubevents]=internal/pubevents [procevents]=internal/procevents [tracker]=internal/tracker [e2e]=test/e2e [kernel]=test/kernel)
+declare -A PKGDIR=([pubevents]=internal/pubevents [procevents]=internal/procevents [tracker]=internal/tracker [hostopen]=internal/hostopen [e2e]=test/e2e [kernel]=test/kernel)
 
 CACHE=${KERNEL_CACHE:-$HOME/.cache/processctx-kernels}
 WORK=_build/kernel-test
