@@ -53,7 +53,7 @@ MDATAGEN  := $(BIN)/mdatagen
 # Every component and package with a metadata.yaml (mdatagen's own are not).
 METADATA  := $(shell find . -name metadata.yaml -not -path './tools/*' -not -path './_build/*' | sort)
 
-.PHONY: all build tools tools-install image release release-test run test unit unit-packages unit-e2e fuzz-smoke golangci-install bench-check fuzz bench soak kernel-test flake lint spdx clean generate check-generated
+.PHONY: all build tools tools-install image release release-test run test unit fuzz-smoke golangci-install bench-check fuzz bench soak kernel-test flake lint spdx clean generate check-generated
 
 all: build
 
@@ -122,27 +122,19 @@ run: build
 
 # Everything: unit and integration tests with real publisher processes, the
 # end-to-end tests through the built collector, a fuzz smoke run, and every
-# benchmark once for its own checks. The end-to-end tests, the other
-# packages' tests and the fuzz smoke run side by side (the tests mostly wait
-# on processes, test/e2e the longest, about 3 minutes; the fuzzers compile
-# and compute), each's output whole when it ends; the benchmarks after
-# them, since they measure CPU and start fleets of their own.
+# benchmark once for its own checks. The tests and the fuzz smoke run side
+# by side (the tests mostly wait on processes; the fuzzers compile and
+# compute), each's output whole when it ends; the benchmarks after them,
+# since they measure CPU and start fleets of their own.
 test: build image
-	@$(MAKE) --no-print-directory -j3 --output-sync=target unit-e2e unit-packages fuzz-smoke
+	@$(MAKE) --no-print-directory -j2 --output-sync=target unit fuzz-smoke
 	@$(MAKE) --no-print-directory bench-check
 
-# unit: the tests of every package; unit-e2e runs test/e2e's own, which
-# take the longest, unit-packages the others' with vet and gofmt.
-unit: unit-packages unit-e2e
-
-unit-packages:
+unit:
 	$(GO) vet ./...
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
-	PROCESSCTX_IMAGE=$(IMAGE) $(GO) test -count=1 $$($(GO) list ./... | grep -v '/test/e2e$$')
-
-unit-e2e:
-	PROCESSCTX_IMAGE=$(IMAGE) $(GO) test -count=1 ./test/e2e
+	PROCESSCTX_IMAGE=$(IMAGE) $(GO) test -count=1 ./...
 
 # A short run of every fuzz target (the seed corpus also runs in unit): a
 # count of executions, not a duration, which Go 1.26's fuzzing coordinator

@@ -344,8 +344,10 @@ func (p *Pool[R, P]) work(w *worker[R, P]) {
 			continue
 		}
 		// Abandoned: the owner took the job back when the read overran.
-		// Its result is discarded; say that the process is free again.
-		pid := P(&j.Reqs[j.stalledAt]).PID()
+		// Its result is discarded; say that the process is free again,
+		// before Stuck stops counting the read (so that the owner has
+		// heard of it once Stuck says so).
+		send(p.released, P(&j.Reqs[j.stalledAt]).PID(), p.stop)
 		p.mu.Lock()
 		p.stalled--
 		if p.stalled < p.maxStalled {
@@ -356,7 +358,6 @@ func (p *Pool[R, P]) work(w *worker[R, P]) {
 			p.live[w] = struct{}{}
 		}
 		p.mu.Unlock()
-		send(p.released, pid, p.stop)
 		if !resume {
 			return
 		}

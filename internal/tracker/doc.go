@@ -22,8 +22,9 @@
 // <root>/proc and the collector's own credentials are read on the loop;
 // the reads of processes run on a pool of goroutines under a deadline
 // (Config.ReadTimeout), and a process whose read does not return in time
-// is quarantined (read again after a backoff, through /proc/<pid>/mem),
-// its reader replaced up to Config.MaxStalled stuck at once.
+// is quarantined (read again after a backoff, through /proc/<pid>/mem, or
+// after as long again as the read took once it returns late), its reader
+// replaced up to Config.MaxStalled stuck at once.
 //
 // Readers of its state take no lock: Snapshot returns an immutable view,
 // published atomically after every change. Where a read may tell what a

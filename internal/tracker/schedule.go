@@ -72,9 +72,10 @@ type schedule struct {
 
 // stall is the record of a process whose reads did not return in time.
 type stall struct {
-	until   int64 // clock before which it is not read; 0: it answered since
-	strikes uint8 // stalls since it last answered: the backoff doubles with each
-	stuck   stuckRead
+	until     int64 // clock before which it is not read; 0: it answered since
+	abandoned int64 // clock when its last read was abandoned
+	strikes   uint8 // stalls since it last answered: the backoff doubles with each
+	stuck     stuckRead
 }
 
 // stuckRead is a read of the process abandoned at its deadline that has
@@ -389,23 +390,42 @@ func (s *scheduler) quarantine(pid int, p *proc, via reader.Via) time.Duration {
 	}
 	st.strikes = min(st.strikes+1, 16)
 	backoff := s.planner().backoff(st.strikes)
-	st.until = s.clock() + int64(backoff)
+	st.abandoned = s.clock()
+	st.until = st.abandoned + int64(backoff)
 	s.act(pid, p, trigger{kind: onStall})
 	return backoff
 }
 
 // release notes that p answered a read: it is no longer quarantined, but
-// its memory is still read through the mem file. unstick notes that the
-// abandoned read of pid returned.
+// its memory is still read through the mem file.
 func (s *scheduler) release(p *proc) {
 	if st := p.sched.stall; st != nil {
 		st.until, st.strikes = 0, 0
 	}
 }
 
+// unstick notes that the abandoned read of pid returned. A read that
+// returns late shows a process that answers, slowly: most often a host
+// (or the collector) short of CPU, which slows every read. Its quarantine
+// then ends after as long again as that read took, doubling with each
+// strike, when that is sooner than its backoff: a moment's starvation
+// does not hide a healthy process for the backoff, and one that always
+// answers late is read less and less often.
 func (s *scheduler) unstick(pid int) {
-	if p := s.reg.get(pid); p != nil && p.sched.stall != nil {
-		p.sched.stall.stuck = notStuck
+	p := s.reg.get(pid)
+	if p == nil || p.sched.stall == nil {
+		return
+	}
+	st := p.sched.stall
+	st.stuck = notStuck
+	if st.strikes == 0 {
+		return
+	}
+	now := s.clock()
+	took := now - st.abandoned + int64(s.planner().cfg.ReadTimeout)
+	if wait := took << (st.strikes - 1); wait > 0 && now+wait < st.until {
+		st.until = now + wait
+		s.act(pid, p, trigger{kind: onStall})
 	}
 }
 

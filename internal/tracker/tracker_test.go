@@ -577,8 +577,8 @@ func TestStalledReadIsQuarantined(t *testing.T) {
 	require.NoError(t, tr.Rescan(context.Background()))
 	assert.Zero(t, host.Count("maps"))
 
-	// Once the reads return, it is retried after the backoff, through the
-	// mem file.
+	// Once the reads return, it is retried through the mem file (after as
+	// long again as they took, TestLateAnswerEndsTheQuarantineSooner).
 	host.Set(90, func(p *trackertest.Proc) { p.Block = "" })
 	host.Unblock()
 	require.Eventually(t, func() bool { return tr.StuckReads() == 0 }, 10*time.Second, time.Millisecond)
@@ -590,6 +590,46 @@ func TestStalledReadIsQuarantined(t *testing.T) {
 	require.NotNil(t, p)
 	assert.Equal(t, []reader.Via{reader.ViaMemFile}, host.Vias(90))
 	assert.Equal(t, 1, logs.FilterMessageSnippet("quarantined").Len(), "one warning per report interval")
+}
+
+// A stalled read that returns late (a host short of CPU slows every
+// read) ends its process's quarantine after as long again as it took, not
+// after the backoff: a healthy process is not hidden for the backoff by a
+// moment's starvation.
+func TestLateAnswerEndsTheQuarantineSooner(t *testing.T) {
+	host := trackertest.NewHost()
+	host.Add(92).Block = "maps"
+	host.Publish(92, "slow")
+	cfg := testConfig()
+	tr, clock := startWithClock(t, host, cfg, zap.NewNop())
+	scanPastStuck(t, tr, clock, host, "maps", cfg)
+	_, o := tr.Snapshot().Lookup(92)
+	require.Equal(t, tracker.Answer(tracker.OutcomeStalled), o)
+
+	// The read returns a second after its deadline: it took about
+	// ReadTimeout + 1 s.
+	clock.Advance(time.Second)
+	host.Set(92, func(p *trackertest.Proc) { p.Block = "" })
+	host.Unblock()
+	require.Eventually(t, func() bool { return tr.StuckReads() == 0 }, 10*time.Second, time.Millisecond)
+	took := cfg.ReadTimeout + time.Second
+
+	// Not before as long again has passed...
+	host.ResetCounts()
+	clock.Advance(took - 10*time.Millisecond)
+	require.NoError(t, tr.Rescan(context.Background()))
+	assert.Zero(t, host.Count("maps"), "read again before as long as the late read took")
+
+	// ...then, well before the backoff, it is read (its planned read,
+	// which the scan starts and does not wait for).
+	clock.Advance(20 * time.Millisecond)
+	require.Less(t, 2*took, quarantineMin)
+	require.NoError(t, tr.Rescan(context.Background()))
+	require.Eventually(t, func() bool {
+		p, _ := tr.Snapshot().Lookup(92)
+		return p != nil
+	}, 10*time.Second, time.Millisecond, "its publication, read once the quarantine ended")
+	assert.Equal(t, 1, host.Count("maps"))
 }
 
 // With every reader stuck and none left to replace them, scans still end
