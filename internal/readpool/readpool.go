@@ -145,7 +145,7 @@ type Pool[R any, P Request[R]] struct {
 	out  int          // the owner's: jobs queued or read and not back yet
 
 	results  chan *Job[R, P] // jobs the workers finished, for the owner
-	released chan int        // pids whose abandoned read returned
+	released chan Release    // abandoned reads that returned
 	stop     chan struct{}
 	stopOnce sync.Once
 
@@ -174,7 +174,7 @@ func New[R any, P Request[R]](run func(P), timeout time.Duration, maxStalled int
 		maxStalled: maxStalled,
 		now:        now,
 		results:    make(chan *Job[R, P], 16),
-		released:   make(chan int, 16),
+		released:   make(chan Release, 16),
 		stop:       make(chan struct{}),
 		exited:     make(chan struct{}, 1),
 		live:       map[*worker[R, P]]struct{}{},
@@ -226,8 +226,16 @@ func (p *Pool[R, P]) Busy() bool { return p.out > 0 }
 // and each job AbandonOverdue returns, to Back once it has read them.
 func (p *Pool[R, P]) Results() <-chan *Job[R, P] { return p.results }
 
-// Released returns the pids whose abandoned read returned.
-func (p *Pool[R, P]) Released() <-chan int { return p.released }
+// Release says that the abandoned read of PID returned, at Returned (the
+// pool's clock, read before Stuck stops counting it), Took after it began.
+type Release struct {
+	PID      int
+	Returned time.Time
+	Took     time.Duration
+}
+
+// Released returns the abandoned reads that returned.
+func (p *Pool[R, P]) Released() <-chan Release { return p.released }
 
 // Waiting returns the jobs queued and not yet taken by a reader, in the
 // order readers take them: the urgent ones first.
@@ -344,10 +352,11 @@ func (p *Pool[R, P]) work(w *worker[R, P]) {
 			continue
 		}
 		// Abandoned: the owner took the job back when the read overran.
-		// Its result is discarded; say that the process is free again,
-		// before Stuck stops counting the read (so that the owner has
-		// heard of it once Stuck says so).
-		send(p.released, P(&j.Reqs[j.stalledAt]).PID(), p.stop)
+		// Its result is discarded; say that the process is free again.
+		r := Release{PID: P(&j.Reqs[j.stalledAt]).PID(), Returned: p.now()}
+		j.mu.Lock()
+		r.Took = r.Returned.Sub(j.since)
+		j.mu.Unlock()
 		p.mu.Lock()
 		p.stalled--
 		if p.stalled < p.maxStalled {
@@ -358,6 +367,7 @@ func (p *Pool[R, P]) work(w *worker[R, P]) {
 			p.live[w] = struct{}{}
 		}
 		p.mu.Unlock()
+		send(p.released, r, p.stop)
 		if !resume {
 			return
 		}

@@ -99,7 +99,7 @@ func TestOverdueReadIsAbandoned(t *testing.T) {
 	assert.True(t, (<-p.Results()).Reqs[0].memFileOnly)
 
 	close(release)
-	assert.Equal(t, 7, <-p.Released())
+	assert.Equal(t, 7, (<-p.Released()).PID)
 	require.Eventually(t, func() bool { return p.Stuck() == 0 }, 10*time.Second, time.Millisecond)
 	p.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -76,8 +76,8 @@ func (l *loop) run() {
 			}
 		case j := <-l.pool.Results():
 			l.applyJob(j)
-		case pid := <-l.pool.Released():
-			l.sched.unstick(pid)
+		case r := <-l.pool.Released():
+			l.sched.unstick(r.PID, l.at(r.Returned), r.Took)
 		case w := <-l.probeC:
 			l.probe(w)
 		case done := <-l.scanC:

@@ -72,10 +72,9 @@ type schedule struct {
 
 // stall is the record of a process whose reads did not return in time.
 type stall struct {
-	until     int64 // clock before which it is not read; 0: it answered since
-	abandoned int64 // clock when its last read was abandoned
-	strikes   uint8 // stalls since it last answered: the backoff doubles with each
-	stuck     stuckRead
+	until   int64 // clock before which it is not read; 0: it answered since
+	strikes uint8 // stalls since it last answered: the backoff doubles with each
+	stuck   stuckRead
 }
 
 // stuckRead is a read of the process abandoned at its deadline that has
@@ -390,8 +389,7 @@ func (s *scheduler) quarantine(pid int, p *proc, via reader.Via) time.Duration {
 	}
 	st.strikes = min(st.strikes+1, 16)
 	backoff := s.planner().backoff(st.strikes)
-	st.abandoned = s.clock()
-	st.until = st.abandoned + int64(backoff)
+	st.until = s.clock() + int64(backoff)
 	s.act(pid, p, trigger{kind: onStall})
 	return backoff
 }
@@ -404,27 +402,31 @@ func (s *scheduler) release(p *proc) {
 	}
 }
 
-// unstick notes that the abandoned read of pid returned. A read that
-// returns late shows a process that answers, slowly: most often a host
-// (or the collector) short of CPU, which slows every read. Its quarantine
-// then ends after as long again as that read took, doubling with each
-// strike, when that is sooner than its backoff: a moment's starvation
-// does not hide a healthy process for the backoff, and one that always
-// answers late is read less and less often.
-func (s *scheduler) unstick(pid int) {
+// unstick notes that the abandoned read of pid returned at returned (the
+// loop's clock), took after it began. A read that returns late shows a
+// process that answers, slowly: most often a host (or the collector)
+// short of CPU, which slows every read. Its quarantine then ends after as
+// long again as that read took, doubling with each strike, when that is
+// sooner than its backoff: a moment's starvation does not hide a healthy
+// process for the backoff, and one that always answers late is read less
+// and less often.
+func (s *scheduler) unstick(pid int, returned int64, took time.Duration) {
 	p := s.reg.get(pid)
 	if p == nil || p.sched.stall == nil {
 		return
 	}
 	st := p.sched.stall
+	blocked := st.stuck == stuckMemFile
 	st.stuck = notStuck
 	if st.strikes == 0 {
 		return
 	}
-	now := s.clock()
-	took := now - st.abandoned + int64(s.planner().cfg.ReadTimeout)
-	if wait := took << (st.strikes - 1); wait > 0 && now+wait < st.until {
-		st.until = now + wait
+	sooner := false
+	if wait := int64(took) << (st.strikes - 1); wait > 0 && returned+wait < st.until {
+		st.until, sooner = returned+wait, true
+	}
+	if sooner || blocked {
+		// Read when the quarantine ends, at once if it has.
 		s.act(pid, p, trigger{kind: onStall})
 	}
 }

@@ -228,7 +228,10 @@ func await[T any](ctx context.Context, l *loop, c <-chan T) error {
 }
 
 // clock is the loop's time: nanoseconds since Start (never 0 after it).
-func (l *loop) clock() int64 { return int64(l.now().Sub(l.epoch)) + 1 }
+func (l *loop) clock() int64 { return l.at(l.now()) }
+
+// at is t on the loop's clock.
+func (l *loop) at(t time.Time) int64 { return int64(t.Sub(l.epoch)) + 1 }
 
 // flush publishes a new snapshot when something changed, hands the last
 // scan's summary to the WithScanStats functions and it and the changes to

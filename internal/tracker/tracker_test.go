@@ -572,23 +572,25 @@ func TestStalledReadIsQuarantined(t *testing.T) {
 	clock.Advance(quarantineMin)
 	scanPastStuck(t, tr, clock, host, "maps", cfg)
 	require.Eventually(t, func() bool { return tr.StuckReads() == 2 }, 10*time.Second, time.Millisecond)
+	// (That read is not the scan's: the loop may still be quarantining it,
+	// at the clock it reads then. A scan comes after that.)
+	require.NoError(t, tr.Rescan(context.Background()))
 	host.ResetCounts()
 	clock.Advance(4 * quarantineMin)
 	require.NoError(t, tr.Rescan(context.Background()))
-	assert.Zero(t, host.Count("maps"))
+	assert.Zero(t, host.CountOf("maps", 90))
 
-	// Once the reads return, it is retried through the mem file (after as
-	// long again as they took, TestLateAnswerEndsTheQuarantineSooner).
+	// Once the reads return, its backoff having passed, it is read again
+	// at once (no scan needed), through the mem file. (The abandoned reads
+	// go on as they return, their results discarded: they count too.)
+	host.ResetCounts()
 	host.Set(90, func(p *trackertest.Proc) { p.Block = "" })
 	host.Unblock()
-	require.Eventually(t, func() bool { return tr.StuckReads() == 0 }, 10*time.Second, time.Millisecond)
-	clock.Advance(8 * quarantineMin)
-	host.ResetCounts()
-	require.NoError(t, tr.Rescan(context.Background()))
-	assert.Equal(t, 1, host.Count("maps"))
-	p, _ = tr.Snapshot().Lookup(90)
-	require.NotNil(t, p)
-	assert.Equal(t, []reader.Via{reader.ViaMemFile}, host.Vias(90))
+	require.Eventually(t, func() bool {
+		p, _ := tr.Snapshot().Lookup(90)
+		return p != nil
+	}, 10*time.Second, time.Millisecond)
+	assert.Contains(t, host.Vias(90), reader.ViaMemFile)
 	assert.Equal(t, 1, logs.FilterMessageSnippet("quarantined").Len(), "one warning per report interval")
 }
 

@@ -36,6 +36,7 @@ type Host struct {
 	mu      sync.Mutex
 	procs   map[int]*Proc
 	calls   map[string]int
+	pidCall map[pidCall]int
 	vias    map[int][]reader.Via
 	release chan struct{} // closed by Unblock
 	unblock sync.Once
@@ -77,7 +78,7 @@ var _ tracker.Host = (*Host)(nil)
 
 // NewHost returns a host without processes.
 func NewHost() *Host {
-	return &Host{procs: map[int]*Proc{}, calls: map[string]int{}, vias: map[int][]reader.Via{}, release: make(chan struct{})}
+	return &Host{procs: map[int]*Proc{}, calls: map[string]int{}, pidCall: map[pidCall]int{}, vias: map[int][]reader.Via{}, release: make(chan struct{})}
 }
 
 // Add adds a process without a context.
@@ -152,8 +153,18 @@ func locked[T any](h *Host, fn func() T) T {
 	return fn()
 }
 
-// Count returns the calls of a method since the last ResetCounts.
+// Count returns the calls of a method since the last ResetCounts;
+// CountOf those for pid.
 func (h *Host) Count(method string) int { return locked(h, func() int { return h.calls[method] }) }
+
+func (h *Host) CountOf(method string, pid int) int {
+	return locked(h, func() int { return h.pidCall[pidCall{method, pid}] })
+}
+
+type pidCall struct {
+	method string
+	pid    int
+}
 
 // Vias returns how each ReadContext of pid read memory, in order.
 func (h *Host) Vias(pid int) []reader.Via {
@@ -161,7 +172,7 @@ func (h *Host) Vias(pid int) []reader.Via {
 }
 
 // ResetCounts forgets the calls so far.
-func (h *Host) ResetCounts() { h.with(func() { clear(h.calls); clear(h.vias) }) }
+func (h *Host) ResetCounts() { h.with(func() { clear(h.calls); clear(h.pidCall); clear(h.vias) }) }
 
 // Unblock releases every blocked read, for good.
 func (h *Host) Unblock() { h.unblock.Do(func() { close(h.release) }) }
@@ -173,6 +184,7 @@ func (h *Host) Unblock() { h.unblock.Do(func() { close(h.release) }) }
 func enter[T any](h *Host, method string, pid int, answer func(*Proc) (T, error)) (res T, err error) {
 	h.mu.Lock()
 	h.calls[method]++
+	h.pidCall[pidCall{method, pid}]++
 	p := h.procs[pid]
 	block := p != nil && p.Block == method
 	h.mu.Unlock()
