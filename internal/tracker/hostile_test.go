@@ -22,7 +22,7 @@ import (
 )
 
 // realTracker runs a tracker of this host (as far as host goes: see
-// ownHost) on the real clock.
+// trackertest.Own) on the real clock.
 func realTracker(t *testing.T, cfg tracker.Config, host tracker.Host) (*tracker.Tracker, *observer.ObservedLogs) {
 	t.Helper()
 	core, logs := observer.New(zap.InfoLevel)
@@ -97,7 +97,7 @@ func TestHostileProcessesDoNotStallTheTracker(t *testing.T) {
 	// A publisher that appears after them is found within a few scans.
 	late := pubtest.Start(t, pubtest.Go, pubtest.Options{})
 	late.Publish(good)
-	own.add(late.Pid)
+	own.Add(late.Pid)
 	began := time.Now()
 	waitPublished(t, tr, late.Pid, "good", 30*time.Second)
 	t.Logf("late publisher found after %s", time.Since(began))

@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -30,20 +29,9 @@ import (
 	"github.com/processctx/otelcol-processctx/internal/tracker/trackertest"
 )
 
-// ownHost is this host as far as the test's own processes go: the other
-// tests' processes stay out of counts that must be exact, and out of reads
-// that would wait for them (another package's test may stall a process's
-// memory, which holds any reader of the whole host until its deadline).
-type ownHost struct {
-	tracker.Host
-	mu   sync.Mutex
-	pids map[int]bool
-	out  []procfs.PidEntry
-}
-
 // newOwnHost returns the host of fs (this host's procfs when nil) as far
-// as pids go.
-func newOwnHost(t *testing.T, fs *procfs.FS, pids ...int) *ownHost {
+// as pids go (trackertest.Own).
+func newOwnHost(t *testing.T, fs *procfs.FS, pids ...int) *trackertest.Own {
 	t.Helper()
 	if fs == nil {
 		var err error
@@ -52,34 +40,7 @@ func newOwnHost(t *testing.T, fs *procfs.FS, pids ...int) *ownHost {
 	}
 	host, err := hostopen.NewHost(fs, otep.DefaultLimits())
 	require.NoError(t, err)
-	h := &ownHost{Host: host, pids: map[int]bool{}}
-	h.add(pids...)
-	return h
-}
-
-// add makes the host list pids too.
-func (h *ownHost) add(pids ...int) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for _, p := range pids {
-		h.pids[p] = true
-	}
-}
-
-func (h *ownHost) ListPids() ([]procfs.PidEntry, error) {
-	all, err := h.Host.ListPids()
-	if err != nil {
-		return nil, err
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.out = h.out[:0]
-	for _, e := range all {
-		if h.pids[e.Pid] {
-			h.out = append(h.out, e)
-		}
-	}
-	return h.out, nil
+	return trackertest.NewOwn(host, pids...)
 }
 
 // restrictedTracker runs a tracker of this host that sees only pids, on a

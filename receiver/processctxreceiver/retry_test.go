@@ -32,6 +32,7 @@ import (
 	"github.com/processctx/otelcol-processctx/internal/procfs"
 	"github.com/processctx/otelcol-processctx/internal/pubtest"
 	"github.com/processctx/otelcol-processctx/internal/tracker"
+	"github.com/processctx/otelcol-processctx/internal/tracker/trackertest"
 	"github.com/processctx/otelcol-processctx/receiver/processctxreceiver/internal/metadata"
 )
 
@@ -254,7 +255,7 @@ func TestRefusalsThatDrop(t *testing.T) {
 			const dropped = "otelcol_receiver_process_context_entity_events_dropped"
 
 			p := pubtest.Start(t, pubtest.C, pubtest.Options{})
-			own.add(p.Pid)
+			own.Add(p.Pid)
 			res, attrs := context1()
 			p.Publish(encode(t, res, attrs))
 			r.waitMetric(t, dropped, "reason", tt.reason.String(), 1)
@@ -281,43 +282,16 @@ func TestRefusalsThatDrop(t *testing.T) {
 	}
 }
 
-// ownHost is this host as far as the test's own pids go: a tracker of it
-// reads no other package's processes (stalled ones among them).
-type ownHost struct {
-	tracker.Host
-	mu   sync.Mutex
-	pids map[int]bool
-}
-
-func newOwnHost(t *testing.T) *ownHost {
+// newOwnHost returns this host as far as the test's own pids go
+// (trackertest.Own): a tracker of it reads no other package's processes
+// (stalled ones among them).
+func newOwnHost(t *testing.T) *trackertest.Own {
 	t.Helper()
 	fs, err := procfs.NewFS("/")
 	require.NoError(t, err)
 	host, err := hostopen.NewHost(fs, otep.DefaultLimits())
 	require.NoError(t, err)
-	return &ownHost{Host: host, pids: map[int]bool{}}
-}
-
-func (h *ownHost) add(pid int) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.pids[pid] = true
-}
-
-func (h *ownHost) ListPids() ([]procfs.PidEntry, error) {
-	all, err := h.Host.ListPids()
-	if err != nil {
-		return nil, err
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	var own []procfs.PidEntry
-	for _, e := range all {
-		if h.pids[e.Pid] {
-			own = append(own, e)
-		}
-	}
-	return own, nil
+	return trackertest.NewOwn(host)
 }
 
 // startOwnTracker starts a polling tracker of host until the test ends.
