@@ -35,8 +35,7 @@ const (
 type Host struct {
 	mu      sync.Mutex
 	procs   map[int]*Proc
-	calls   map[string]int
-	pidCall map[pidCall]int
+	calls   map[call]int // by method and pid (0: the host's, as a listing)
 	vias    map[int][]reader.Via
 	release chan struct{} // closed by Unblock
 	unblock sync.Once
@@ -78,7 +77,7 @@ var _ tracker.Host = (*Host)(nil)
 
 // NewHost returns a host without processes.
 func NewHost() *Host {
-	return &Host{procs: map[int]*Proc{}, calls: map[string]int{}, pidCall: map[pidCall]int{}, vias: map[int][]reader.Via{}, release: make(chan struct{})}
+	return &Host{procs: map[int]*Proc{}, calls: map[call]int{}, vias: map[int][]reader.Via{}, release: make(chan struct{})}
 }
 
 // Add adds a process without a context.
@@ -155,13 +154,23 @@ func locked[T any](h *Host, fn func() T) T {
 
 // Count returns the calls of a method since the last ResetCounts;
 // CountOf those for pid.
-func (h *Host) Count(method string) int { return locked(h, func() int { return h.calls[method] }) }
-
-func (h *Host) CountOf(method string, pid int) int {
-	return locked(h, func() int { return h.pidCall[pidCall{method, pid}] })
+func (h *Host) Count(method string) int {
+	return locked(h, func() int {
+		n := 0
+		for c, calls := range h.calls {
+			if c.method == method {
+				n += calls
+			}
+		}
+		return n
+	})
 }
 
-type pidCall struct {
+func (h *Host) CountOf(method string, pid int) int {
+	return locked(h, func() int { return h.calls[call{method, pid}] })
+}
+
+type call struct {
 	method string
 	pid    int
 }
@@ -172,7 +181,7 @@ func (h *Host) Vias(pid int) []reader.Via {
 }
 
 // ResetCounts forgets the calls so far.
-func (h *Host) ResetCounts() { h.with(func() { clear(h.calls); clear(h.pidCall); clear(h.vias) }) }
+func (h *Host) ResetCounts() { h.with(func() { clear(h.calls); clear(h.vias) }) }
 
 // Unblock releases every blocked read, for good.
 func (h *Host) Unblock() { h.unblock.Do(func() { close(h.release) }) }
@@ -183,8 +192,7 @@ func (h *Host) Unblock() { h.unblock.Do(func() { close(h.release) }) }
 // runs under the host's lock: the test may change the process meanwhile.
 func enter[T any](h *Host, method string, pid int, answer func(*Proc) (T, error)) (res T, err error) {
 	h.mu.Lock()
-	h.calls[method]++
-	h.pidCall[pidCall{method, pid}]++
+	h.calls[call{method, pid}]++
 	p := h.procs[pid]
 	block := p != nil && p.Block == method
 	h.mu.Unlock()
@@ -207,7 +215,7 @@ func enter[T any](h *Host, method string, pid int, answer func(*Proc) (T, error)
 func (h *Host) ListPids() ([]procfs.PidEntry, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.calls["list"]++
+	h.calls[call{method: "list"}]++
 	if h.listErr != nil {
 		return nil, h.listErr
 	}
