@@ -130,7 +130,8 @@ service:
 
 // Two collectors from the shipped configurations run side by side on one
 // host, the second moved with the documented variables (as the README
-// says): each serves its own health status and metrics where they say.
+// says): each serves its own health status and metrics where they say,
+// and config.yaml its pprof and zpages pages.
 func TestShippedConfigsSideBySide(t *testing.T) {
 	pubtest.RequireRoot(t)
 	root := pubtest.RepoRoot()
@@ -153,6 +154,17 @@ func TestShippedConfigsSideBySide(t *testing.T) {
 			require.NoError(t, err, url)
 			_ = resp.Body.Close()
 			assert.Equal(t, http.StatusOK, resp.StatusCode, url)
+		}
+		if ports["PROCESSCTX_PPROF_ENDPOINT"] == first["PROCESSCTX_PPROF_ENDPOINT"] {
+			for _, url := range []string{
+				"http://" + ports["PROCESSCTX_PPROF_ENDPOINT"] + "/debug/pprof/",
+				"http://" + ports["PROCESSCTX_ZPAGES_ENDPOINT"] + "/debug/servicez",
+			} {
+				resp, err := http.Get(url)
+				require.NoError(t, err, url)
+				_ = resp.Body.Close()
+				assert.Equal(t, http.StatusOK, resp.StatusCode, url)
+			}
 		}
 		for _, v := range []string{"PROCESSCTX_OTLP_GRPC_ENDPOINT", "PROCESSCTX_OTLP_HTTP_ENDPOINT"} {
 			conn, err := net.DialTimeout("tcp", ports[v], 10*time.Second)

@@ -33,6 +33,8 @@ var listenVars = map[string]string{
 	"4317":  "PROCESSCTX_OTLP_GRPC_ENDPOINT",
 	"4318":  "PROCESSCTX_OTLP_HTTP_ENDPOINT",
 	"13133": "PROCESSCTX_HEALTH_ENDPOINT",
+	"1777":  "PROCESSCTX_PPROF_ENDPOINT",
+	"55679": "PROCESSCTX_ZPAGES_ENDPOINT",
 }
 
 // metricsPortVar moves the collector's own metrics (port 8888 by default).
