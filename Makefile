@@ -155,12 +155,14 @@ fuzz:
 # nothing. The long ones run shorter: BenchmarkStorm 5 s instead of 30 s,
 # BenchmarkHostCost one round of 1,000,000 syscalls instead of five of
 # 10,000,000, BenchmarkCollector hosts of 40 and 200 processes with windows
-# of seconds instead of 400 and 4,000 with minutes (about 30 s: it checks
-# what it did, not its figures); none changes what they check. About 4
-# minutes.
+# of seconds instead of 400 and 4,000 with minutes (about 40 s: it checks
+# what it did, not its figures; its profiles and their pictures are kept
+# in _build/bench-check/profiles), BenchmarkAtRest seconds instead of a
+# minute and a half; none changes what they check. About 4 minutes.
 bench-check: build
 	STORM_SECONDS=5 HOSTCOST_ROUNDS=1 HOSTCOST_SYSCALLS=1000000 \
-	COLLECTORBENCH_SIZES=40,200 COLLECTORBENCH_YOUNG=4s COLLECTORBENCH_STEADY=2s COLLECTORBENCH_CHURN=2s \
+	COLLECTORBENCH_SIZES=40,200 COLLECTORBENCH_YOUNG=4s COLLECTORBENCH_STEADY=2s COLLECTORBENCH_CHURN=2s COLLECTORBENCH_BRIEF=2s \
+	COLLECTORBENCH_PROFILES=$(CURDIR)/_build/bench-check/profiles REST_SETTLE=3s REST_WINDOW=2s \
 	$(GO) test -p 1 -count=1 -run='^$$' -bench=. -benchtime=1x -timeout=20m ./...
 
 bench: build
@@ -172,9 +174,12 @@ bench: build
 	@# keep the host busy) and BenchmarkHostCost.
 	@# The output is kept in _build/bench/bench.txt, and the table of
 	@# current figures at the top of BENCHMARKS.md is written from it
-	@# (tools/figures). How to read them: BENCHMARKS.md.
+	@# (tools/figures). BenchmarkCollector's CPU profiles go to
+	@# docs/profiles (the pictures, .svg, which BENCHMARKS.md links, and
+	@# the profiles, .pb.gz, which git ignores). How to read them:
+	@# BENCHMARKS.md.
 	@mkdir -p _build/bench
-	bash -o pipefail -c "$(GO) test -p 1 -count=1 -run='^$$' -bench=. -benchmem -benchtime=$${BENCHTIME:-1s} -timeout=40m ./... 2>&1 | tee _build/bench/bench.txt"
+	bash -o pipefail -c "COLLECTORBENCH_PROFILES=$(CURDIR)/docs/profiles $(GO) test -p 1 -count=1 -run='^$$' -bench=. -benchmem -benchtime=$${BENCHTIME:-1s} -timeout=40m ./... 2>&1 | tee _build/bench/bench.txt"
 	$(GO) run ./tools/figures -bench _build/bench/bench.txt -file BENCHMARKS.md
 
 # Soak tests (issue 14), through the built collector, for minutes: churn

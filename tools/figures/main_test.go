@@ -128,7 +128,7 @@ func TestMakeBenchOutput(t *testing.T) {
 		}
 	}
 	v, _, _ := o.value(figureNamed(t, "BenchmarkCollector/procs=4000", "naive/collector-x"))
-	assert.InDelta(t, 44.41, v, 1e-9)
+	assert.InDelta(t, 39.80, v, 1e-9)
 	v, _, _ = o.value(figureNamed(t, "BenchmarkScan/discovery-environment", "environment/context-only"))
 	assert.InDelta(t, 1.149, v, 1e-9)
 }
