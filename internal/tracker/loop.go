@@ -161,7 +161,11 @@ func (tm *loopTimers) arm(l *loop) {
 		tm.timeoutFor = gen
 		tm.scanTimeoutC = set(&tm.scanTimeout, l.cfg.Timeout)
 	}
-	if at, ok := l.sched.nextDue(); ok && (tm.planC == nil || at < tm.planAt) {
+	switch at, ok := l.sched.nextDue(); {
+	case !ok && tm.planC != nil:
+		tm.plans.Stop() // what it was for is gone
+		tm.planC = nil
+	case ok && (tm.planC == nil || at != tm.planAt):
 		// With a fake clock (tests) the timer fires after the fake delay
 		// and finds nothing due until the clock moves.
 		tm.planC, tm.planAt = set(&tm.plans, max(time.Duration(at-l.clock()), time.Millisecond)), at

@@ -358,3 +358,58 @@ func TestPlanGrid(t *testing.T) {
 		assert.NotEqual(t, causeNone, l.reg.get(pid).sched.reading, "pid %d read", pid)
 	}
 }
+
+// A planned read or a recheck whose process exited, or was read or
+// planned again since, no longer stands: the loop is not woken for it
+// (nextDue), nor is the snapshot told (markRechecks). Most processes a
+// host starts exit before their first young read.
+func TestNextDueSkipsWhatNoLongerStands(t *testing.T) {
+	base := time.Unix(1000, 0)
+	var clock time.Duration
+	trk, err := New(nil, DefaultConfig(), zap.NewNop(), WithClock(func() time.Time { return base.Add(clock) }))
+	require.NoError(t, err)
+	l := trk.loop
+	l.epoch = base
+	young := func(pid int) *proc {
+		p := l.newProc(pid)
+		p.start, p.found, p.env = 100, OutcomeNoContext, envRead
+		l.sched.act(pid, p, trigger{kind: onExec})
+		require.Equal(t, causeYoung, p.sched.planned)
+		return p
+	}
+
+	p := young(10)
+	at, ok := l.sched.nextDue()
+	require.True(t, ok)
+	assert.Equal(t, p.sched.plannedAt, at)
+	l.forget(10, p) // it exited
+	_, ok = l.sched.nextDue()
+	assert.False(t, ok, "the plan of a process gone")
+	assert.Empty(t, l.sched.plans, "dropped")
+
+	q := young(11)
+	first := q.sched.plannedAt
+	l.sched.plan(11, q, causeYoung, first+int64(time.Minute), l.clock()) // planned again, later
+	at, _ = l.sched.nextDue()
+	assert.Equal(t, first+int64(time.Minute), at, "the plan that stands")
+	l.forget(11, q)
+
+	// A recheck: due RecheckInterval after a look at a process's maps,
+	// unless it was looked at again since, or exited.
+	r := young(12)
+	l.sched.plan(12, r, causeNone, 0, l.clock())
+	l.sched.noteLook(12, r, false)
+	at, ok = l.sched.nextDue()
+	require.True(t, ok)
+	clock += time.Second
+	l.sched.noteLook(12, r, false) // looked at again
+	again, _ := l.sched.nextDue()
+	assert.Greater(t, again, at, "the first recheck no longer stands")
+	l.out.touched = nil
+	clock = time.Duration(again)
+	l.sched.markRechecks()
+	assert.Equal(t, []int{12}, l.out.touched, "the snapshot told once, of the recheck that stands")
+	l.forget(12, r)
+	_, ok = l.sched.nextDue()
+	assert.False(t, ok)
+}

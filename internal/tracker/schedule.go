@@ -290,16 +290,40 @@ func (s *scheduler) plan(pid int, p *proc, c cause, at, now int64) {
 }
 
 // nextDue returns the clock of the earliest planned read or recheck,
-// false when none is.
+// false when none is. It first drops the entries at the head of either
+// queue that no longer stand (their process exited, or was read or
+// planned again since), so that the loop does not wake for them: most
+// processes a host starts exit before their first planned read.
 func (s *scheduler) nextDue() (int64, bool) {
-	at, ok := int64(0), s.rechecks.head < len(s.rechecks.q)
+	for len(s.plans) > 0 && !s.stands(s.plans[0], false) {
+		heap.Pop(&s.plans)
+	}
+	q := &s.rechecks
+	for q.head < len(q.q) && !s.stands(q.q[q.head], true) {
+		q.head++
+	}
+	at, ok := int64(0), q.head < len(q.q)
 	if ok {
-		at = s.rechecks.q[s.rechecks.head].at
+		at = q.q[q.head].at
 	}
 	if q := s.plans; len(q) > 0 && (!ok || q[0].at < at) {
 		at, ok = q[0].at, true
 	}
 	return at, ok
+}
+
+// stands reports whether e, an entry of the plan queue (or of the recheck
+// queue: recheck), is still its process's plan (recheck).
+func (s *scheduler) stands(e plannedRead, recheck bool) bool {
+	p := s.reg.get(int(e.pid))
+	switch {
+	case p == nil || p.serial != e.serial:
+		return false
+	case recheck:
+		at, ok := s.planner().recheckAt(p)
+		return ok && at == e.at
+	}
+	return p.sched.planned != causeNone && p.sched.plannedAt == e.at
 }
 
 // runDue starts the planned reads that are due: those not urgent
@@ -308,10 +332,8 @@ func (s *scheduler) runDue() {
 	now := s.clock()
 	s.gathering = true
 	for len(s.plans) > 0 && s.plans[0].at <= now {
-		e := heap.Pop(&s.plans).(plannedRead)
-		pid := int(e.pid)
-		if p := s.reg.get(pid); p != nil && p.serial == e.serial && p.sched.planned != causeNone && p.sched.plannedAt == e.at {
-			s.act(pid, p, trigger{kind: onDue})
+		if e := heap.Pop(&s.plans).(plannedRead); s.stands(e, false) {
+			s.act(int(e.pid), s.reg.get(int(e.pid)), trigger{kind: onDue})
 		}
 	}
 	if s.gather != nil {
@@ -323,8 +345,9 @@ func (s *scheduler) runDue() {
 // recheckQueue holds, in the order they fall due, the times when
 // processes read without a context are due for a read again
 // (contextDue): the snapshot must say so then, for lookups to wait for
-// that read. An entry whose process was read again since is only a
-// snapshot update for nothing.
+// that read. An entry whose process was read again since, or exited, no
+// longer stands (stands): it neither wakes the loop nor changes the
+// snapshot.
 type recheckQueue struct {
 	q    []plannedRead
 	head int
@@ -364,7 +387,7 @@ func (s *scheduler) noteExec(p *proc) {
 func (s *scheduler) markRechecks() {
 	q, now := &s.rechecks, s.clock()
 	for ; q.head < len(q.q) && q.q[q.head].at <= now; q.head++ {
-		if e := q.q[q.head]; s.reg.get(int(e.pid)) != nil && s.reg.get(int(e.pid)).serial == e.serial {
+		if e := q.q[q.head]; s.stands(e, true) {
 			s.out.touch(int(e.pid))
 		}
 	}
