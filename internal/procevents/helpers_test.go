@@ -42,8 +42,8 @@ func listenForTest(t *testing.T, receiveBuffer int) *Listener {
 // (the events wanted may be gone: the caller retries).
 func readUntil(t *testing.T, l *Listener, done func(Event) bool) (events []Event, lost bool) {
 	t.Helper()
-	require.NoError(t, l.file.SetReadDeadline(time.Now().Add(eventTimeout)))
-	defer func() { _ = l.file.SetReadDeadline(time.Time{}) }()
+	l.deadline = time.Now().Add(eventTimeout)
+	defer func() { l.deadline = time.Time{} }()
 	buf := make([]Event, 64)
 	for {
 		n, overflow, err := l.Read(buf)
@@ -189,7 +189,7 @@ func helperListen() {
 		fmt.Printf(" events=run:%v\n", err)
 		return
 	}
-	_ = l.file.SetReadDeadline(time.Now().Add(eventTimeout))
+	l.deadline = time.Now().Add(eventTimeout)
 	buf := make([]Event, 16)
 	for {
 		n, _, err := l.Read(buf)

@@ -9,8 +9,8 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -97,18 +97,31 @@ const (
 
 // Listener receives process events from the proc connector. Read is for
 // one goroutine at a time; Close may be called from any goroutine.
+//
+// The socket is in the runtime's poller only while Read waits for an
+// event (a duplicate of its descriptor, closed once the wait is over): the
+// poller's epoll set is edge-triggered, and a socket left in it would wake
+// the poller's thread at every message the kernel queues, read or not. A
+// reader that lets events gather between reads (ReadQueued) is woken by
+// none of them.
 type Listener struct {
-	file   *os.File
-	conn   syscall.RawConn
 	portID uint32
+
+	// mu orders the reads of fd against Close, and guards waiter: the
+	// duplicate of fd in the runtime's poller while Read waits, nil
+	// otherwise.
+	mu       sync.Mutex
+	fd       int
+	closed   bool
+	waiter   *os.File
+	deadline time.Time // of Read's waits (tests)
 
 	closeOnce sync.Once
 	closeErr  error
-	closed    atomic.Bool
 	overflows atomic.Uint64
 
 	// The Read in progress, in fields so that the callback given to the
-	// runtime poller is allocated once, not on every Read.
+	// runtime poller is allocated once, not on every wait.
 	buf     []byte
 	out     []Event
 	n       int
@@ -182,14 +195,8 @@ func listen(receiveBuffer int) (*Listener, error) {
 	// socket that does not want PROC_EVENT_NONE.
 	_ = send(fd, controlMessage(procCnMcastListen, wantedEvents, portID))
 
-	file := os.NewFile(uintptr(fd), "proc-connector")
 	owned = false
-	conn, err := file.SyscallConn()
-	if err != nil {
-		_ = file.Close()
-		return nil, fmt.Errorf("proc connector socket: %w", err)
-	}
-	l := &Listener{file: file, conn: conn, portID: portID, buf: make([]byte, receiveBufferSize)}
+	l := &Listener{fd: fd, portID: portID, buf: make([]byte, receiveBufferSize)}
 	l.receive = l.receiveMessages
 	return l, nil
 }
@@ -314,18 +321,72 @@ func wrapOS(op, hint string, err error) error {
 // ErrClosed (with the events read before, if any). Events[:n] are valid
 // whatever err is. With an empty events, Read returns at once.
 func (l *Listener) Read(events []Event) (n int, lost bool, err error) {
-	if l.closed.Load() {
+	n, lost, err = l.ReadQueued(events)
+	if n > 0 || lost || err != nil || len(events) == 0 {
+		return n, lost, err
+	}
+	return l.wait(events)
+}
+
+// ReadQueued is Read without the wait: it takes the events queued now, up
+// to len(events), and returns n 0 when none is. A reader that lets events
+// gather (one wake-up for many) reads with Read, waits, then takes what
+// came meanwhile with ReadQueued.
+func (l *Listener) ReadQueued(events []Event) (n int, lost bool, err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
 		return 0, false, ErrClosed
 	}
-	if len(events) == 0 {
-		return 0, false, nil
+	l.out, l.n, l.lost, l.readErr = events, 0, false, nil
+	l.receiveMessages(uintptr(l.fd))
+	return l.result(nil, false)
+}
+
+// wait waits, through a duplicate of the socket's descriptor in the
+// runtime's poller, until events come, and reads them.
+func (l *Listener) wait(events []Event) (n int, lost bool, err error) {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return 0, false, ErrClosed
+	}
+	dup, err := unix.FcntlInt(uintptr(l.fd), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		l.mu.Unlock()
+		return 0, false, fmt.Errorf("wait for proc events: %w", err)
+	}
+	w := os.NewFile(uintptr(dup), "proc-connector") // non-blocking, as fd: in the poller
+	l.waiter = w
+	l.mu.Unlock()
+	defer func() {
+		l.mu.Lock()
+		l.waiter = nil
+		l.mu.Unlock()
+		_ = w.Close()
+	}()
+	if !l.deadline.IsZero() {
+		_ = w.SetReadDeadline(l.deadline)
+	}
+	conn, err := w.SyscallConn()
+	if err != nil {
+		return 0, false, fmt.Errorf("wait for proc events: %w", err)
 	}
 	l.out, l.n, l.lost, l.readErr = events, 0, false, nil
-	waitErr := l.conn.Read(l.receive)
+	waitErr := conn.Read(l.receive)
+	l.mu.Lock()
+	closed := l.closed
+	l.mu.Unlock()
+	return l.result(waitErr, closed)
+}
+
+// result returns what the read that just ended stored, with its error,
+// or waitErr, or ErrClosed once the Listener is closed.
+func (l *Listener) result(waitErr error, closed bool) (n int, lost bool, err error) {
 	n, lost, err = l.n, l.lost, l.readErr
 	l.out, l.readErr = nil, nil
 	switch {
-	case l.closed.Load():
+	case closed:
 		return n, lost, ErrClosed
 	case waitErr != nil:
 		return n, lost, fmt.Errorf("wait for proc events: %w", waitErr)
@@ -336,13 +397,17 @@ func (l *Listener) Read(events []Event) (n int, lost bool, err error) {
 }
 
 // receiveMessages reads the queued messages into l.out; false asks the
-// runtime poller to wait for more and call again.
+// runtime poller to wait for more and call again. Its reads are raw
+// syscalls: the socket never blocks, and a syscall entered the usual way
+// wakes the runtime's monitor thread when it sleeps, which then polls
+// every 20 µs while the collector works: more wake-ups than the events.
 func (l *Listener) receiveMessages(fd uintptr) bool {
 	for l.n < len(l.out) {
-		if l.closed.Load() {
-			return true
+		size, _, errno := unix.RawSyscall(unix.SYS_READ, fd, uintptr(unsafe.Pointer(unsafe.SliceData(l.buf))), uintptr(len(l.buf)))
+		var err error
+		if errno != 0 {
+			err = errno
 		}
-		size, err := unix.Read(int(fd), l.buf)
 		switch {
 		case err == nil:
 			if ev, ok := parseEvent(l.buf[:size]); ok {
@@ -395,17 +460,18 @@ func (l *Listener) Overflows() uint64 {
 
 // Close unsubscribes (best effort: the kernel, 6.18 too, counts a socket
 // closed without unsubscribing as a listener for good, and keeps making
-// events for no one) and closes the socket. A Read in progress returns ErrClosed. Calling Close again
-// returns the first call's result.
+// events for no one) and closes the socket. A Read in progress returns
+// ErrClosed. Calling Close again returns the first call's result.
 func (l *Listener) Close() error {
 	l.closeOnce.Do(func() {
-		l.closed.Store(true)
-		msg := controlMessage(procCnMcastIgnore, 0, l.portID)
-		_ = l.conn.Write(func(fd uintptr) bool {
-			_ = send(int(fd), msg)
-			return true
-		})
-		l.closeErr = l.file.Close()
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		l.closed = true
+		_ = send(l.fd, controlMessage(procCnMcastIgnore, 0, l.portID))
+		if l.waiter != nil {
+			_ = l.waiter.Close() // ends the wait; the socket closes with the waiter's duplicate
+		}
+		l.closeErr = unix.Close(l.fd)
 	})
 	return l.closeErr
 }

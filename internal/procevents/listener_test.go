@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -152,6 +153,55 @@ func TestCloseUnblocksRead(t *testing.T) {
 	assert.ErrorIs(t, err, ErrClosed)
 }
 
+// ReadQueued takes the events queued and never waits: the events of a
+// process that ran are there without a Read, and a ReadQueued with none
+// queued returns at once.
+func TestReadQueued(t *testing.T) {
+	l := listenForTest(t, defaultReceiveBuffer)
+	pid := runProcess(t, exec.Command("/bin/true"))
+	buf := make([]Event, 64)
+	var events []Event
+	deadline := time.Now().Add(eventTimeout)
+	for !slices.ContainsFunc(events, func(ev Event) bool { return ev.Kind == Exit && ev.PID == pid }) {
+		require.True(t, time.Now().Before(deadline), "no exit of pid %d in %v", pid, events)
+		returned := make(chan struct{})
+		go func() {
+			defer close(returned)
+			n, _, err := l.ReadQueued(buf)
+			assert.NoError(t, err)
+			events = append(events, buf[:n]...)
+		}()
+		select {
+		case <-returned:
+		case <-time.After(eventTimeout):
+			t.Fatal("ReadQueued waited")
+		}
+	}
+	require.NoError(t, l.Close())
+	_, _, err := l.ReadQueued(buf)
+	assert.ErrorIs(t, err, ErrClosed)
+}
+
+// Read's waits leave no descriptor open: each waits through a duplicate
+// of the socket's, closed when the wait ends, however it ends.
+func TestReadWaitsLeaveNoDescriptor(t *testing.T) {
+	l := listenForTest(t, defaultReceiveBuffer)
+	before := pubtest.OpenFDs(t)
+	buf := make([]Event, 1)
+	for range 3 {
+		pid := runProcess(t, exec.Command("/bin/true"))
+		readUntil(t, l, func(ev Event) bool { return ev.Kind == Exit && ev.PID == pid })
+	}
+	l.deadline = time.Now().Add(10 * time.Millisecond) // a wait that times out
+	for {
+		if _, _, err := l.Read(buf); err != nil {
+			assert.ErrorIs(t, err, os.ErrDeadlineExceeded)
+			break
+		}
+	}
+	assert.Empty(t, pubtest.OpenedSince(before, pubtest.OpenFDs(t)))
+}
+
 // TestOverflowReported: events that do not fit the socket buffer are
 // reported lost, once, and events flow again after the queue is read.
 func TestOverflowReported(t *testing.T) {
@@ -169,9 +219,7 @@ func TestOverflowReported(t *testing.T) {
 	// Events flow again as soon as Read returned, without reading first
 	// (the process runs before the next Read); in a buffer that this
 	// process alone does not overflow.
-	require.NoError(t, l.conn.Control(func(fd uintptr) {
-		require.NoError(t, setReceiveBuffer(int(fd), defaultReceiveBuffer))
-	}))
+	require.NoError(t, setReceiveBuffer(l.fd, defaultReceiveBuffer))
 	pid, got, _ := observe(t, l, 1, func() int { return runProcess(t, exec.Command("/bin/true")) })
 	assertEvents(t, []Event{
 		{Kind: Fork, PID: pid, Parent: os.Getpid()},
