@@ -526,6 +526,27 @@ func TestPollYoungReadsBounded(t *testing.T) {
 	assert.Equal(t, 6, host.Count(trackertest.MethodMaps))
 }
 
+// With process events, a process known from its fork and exec, and read
+// since, is not read again when a listing first names it: the listing
+// only adds its inode (the events tell when it goes).
+func TestListingAddsInodeOfProcessKnownFromEvents(t *testing.T) {
+	host := trackertest.NewHost()
+	h, src := eventHarness(t, host, tracker.ProcessEvents)
+	host.Add(180)
+	src.Send(tracker.Event{Kind: tracker.EventFork, PID: 180, Parent: 1})
+	src.Send(tracker.Event{Kind: tracker.EventExec, PID: 180})
+	require.NoError(t, h.tr.WaitIdle(context.Background())) // a call sees the events before it; no listing
+	host.ResetCounts()
+	h.clock.Advance(time.Second) // its first young read
+	require.Eventually(t, func() bool { return host.Count(trackertest.MethodMaps) == 1 }, 10*time.Second, time.Millisecond, "its first young read")
+	require.NoError(t, h.tr.WaitIdle(context.Background()))
+
+	h.rescan() // a listing names it
+	require.NoError(t, h.tr.WaitIdle(context.Background()))
+	assert.Equal(t, 1, host.Count(trackertest.MethodStart), "not read again")
+	assert.Equal(t, 1, host.Count(trackertest.MethodMaps))
+}
+
 // On a host with pid_max 32768 and churn, a pid is reused before the old
 // process's exit is reported: the new process's exec and publication come
 // first, the old exit last. The read at the publication finds the pid
