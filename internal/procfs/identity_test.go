@@ -66,6 +66,7 @@ func TestParseStatLine(t *testing.T) {
 			assert.Equal(t, tc.state, st.state)
 			assert.Equal(t, tc.ppid, st.ppid)
 			assert.Equal(t, tc.start, st.start)
+			assert.Equal(t, uint64(8683520), st.vsize)
 			assert.Equal(t, tc.state == 'Z', st.gone())
 		})
 	}
@@ -134,6 +135,13 @@ func TestParseStatLinePrefixes(t *testing.T) {
 		} else {
 			require.NoError(t, err, "prefix of %d bytes", n)
 			assert.Equal(t, uint64(987654), st.start)
+			// The address space's size, field 23, when the prefix holds
+			// it whole: else none (0), never a part of it.
+			if n > end+len(" 8683520") {
+				assert.Equal(t, uint64(8683520), st.vsize, "prefix of %d bytes", n)
+			} else {
+				assert.Zero(t, st.vsize, "prefix of %d bytes", n)
+			}
 		}
 	}
 }
@@ -189,6 +197,10 @@ func TestStartTimeSelf(t *testing.T) {
 	stat, err := proc.Stat()
 	require.NoError(t, err)
 	assert.Equal(t, stat.Starttime, start)
+	st, err := fs.Stat(os.Getpid())
+	require.NoError(t, err)
+	assert.Equal(t, start, st.StartTicks)
+	assert.Positive(t, st.VSize, "the size of its address space")
 
 	// pid 1 too, and the value is stable.
 	s1, err := fs.StartTime(1)

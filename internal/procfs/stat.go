@@ -46,6 +46,9 @@ type Stat struct {
 	// Age is how long before the read it started, by CLOCK_BOOTTIME (the
 	// clock of start times); 0 if that clock cannot be read.
 	Age time.Duration
+	// VSize is the size of its address space in bytes (field 23): a new
+	// mapping changes it; 0 if the line stops before it.
+	VSize uint64
 }
 
 // Stat reads the start time and whether pid is a kernel thread, from one
@@ -56,7 +59,7 @@ func (fs *FS) Stat(pid int) (Stat, error) {
 	if err != nil {
 		return Stat{}, err
 	}
-	s := Stat{StartTicks: st.start, KernelThread: st.flags&pfKthread != 0}
+	s := Stat{StartTicks: st.start, KernelThread: st.flags&pfKthread != 0, VSize: st.vsize}
 	var now unix.Timespec
 	if unix.ClockGettime(unix.CLOCK_BOOTTIME, &now) == nil {
 		s.Age = max(time.Duration(now.Nano())-time.Duration(st.start)*(time.Second/ClockTicks), 0)
@@ -146,6 +149,7 @@ type statLine struct {
 	ppid  int    // field 4
 	flags uint64 // field 9, the task's PF_* flags
 	start uint64 // field 22, clock ticks since boot
+	vsize uint64 // field 23, bytes; 0 when the data stops before it
 }
 
 // gone reports whether the state is zombie or dead: the process has exited
@@ -157,11 +161,12 @@ func (s statLine) gone() bool {
 // errMalformedStat is wrapped by every parse error of a stat line.
 var errMalformedStat = fmt.Errorf("stat: %w", ErrMalformed)
 
-// parseStatLine parses the fields of a stat line up to field 22. The comm
+// parseStatLine parses the fields of a stat line up to field 23. The comm
 // (field 2) may hold any byte, spaces and parentheses included, so the fields
 // after it are found after the last ')'. Field 22 must be followed by a
 // separator (it always is in a full stat line): data that stops inside it,
-// as a short or truncated read would, is an error.
+// as a short or truncated read would, is an error; field 23 is left 0 when
+// the data stops before its end.
 func parseStatLine(data []byte) (statLine, error) {
 	var st statLine
 	open := bytes.IndexByte(data, '(')
@@ -171,15 +176,24 @@ func parseStatLine(data []byte) (statLine, error) {
 	}
 	st.comm = data[open+1 : closing]
 	rest := data[closing+1:]
-	// Fields 3 to 22 follow, each preceded by one space.
-	for field := 3; field <= 22; field++ {
+	// Fields 3 to 23 follow, each preceded by one space.
+	for field := 3; field <= 23; field++ {
 		if len(rest) == 0 || rest[0] != ' ' {
+			if field == 23 {
+				break
+			}
 			return st, fmt.Errorf("field %d missing: %w", field, errMalformedStat)
 		}
 		rest = rest[1:]
 		end := 0
 		for end < len(rest) && rest[end] != ' ' && rest[end] != '\n' {
 			end++
+		}
+		if field == 23 {
+			if v, ok := parseDecimalUint(rest[:end]); ok && end < len(rest) {
+				st.vsize = v
+			}
+			break
 		}
 		if end == 0 || (field == 22 && end == len(rest)) {
 			// Empty, or the data stops inside field 22.

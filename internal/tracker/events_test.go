@@ -497,9 +497,11 @@ func TestLostEventsPaced(t *testing.T) {
 	assert.LessOrEqual(t, host.Count("list"), 2)
 }
 
-// A young process is read again five times in its first 38 s (1, 3, 8, 18
-// and 38 s after a scan met it), then only on the rescan schedule: the
-// cost of the exec race's cure without events.
+// A young process is looked at again five times in its first 38 s (1, 3,
+// 8, 18 and 38 s after a scan met it), then only on the rescan schedule:
+// the cost of the exec race's cure without events. Each look reads its
+// stat, and its maps only when its address space changed since they were
+// read (a context mapped).
 func TestPollYoungReadsBounded(t *testing.T) {
 	host := trackertest.NewHost()
 	cfg := testConfig()
@@ -518,12 +520,29 @@ func TestPollYoungReadsBounded(t *testing.T) {
 		h.clock.Advance(time.Second)
 		step()
 	}
-	require.Equal(t, 6, host.Count(trackertest.MethodMaps))
+	require.Equal(t, 6, host.Count(trackertest.MethodStart))
+	require.Equal(t, 1, host.Count(trackertest.MethodMaps), "its address space never changed")
 	for range 10 {
 		h.clock.Advance(time.Second)
 		step()
 	}
-	assert.Equal(t, 6, host.Count(trackertest.MethodMaps))
+	assert.Equal(t, 6, host.Count(trackertest.MethodStart))
+
+	// Another, that publishes 5 s after it was met: the look at 8 s reads
+	// its maps, and finds the context.
+	host.Add(171)
+	host.ResetCounts()
+	h.take()
+	step()
+	for s := 1; s <= 10; s++ {
+		h.clock.Advance(time.Second)
+		if s == 5 {
+			host.Publish(171, "late")
+		}
+		step()
+	}
+	assert.Equal(t, []string{"published 171 late"}, h.take())
+	assert.Equal(t, 2, host.Count(trackertest.MethodMaps), "at its first read, and at the look after it published")
 }
 
 // With process events, a process known from its fork and exec, and read

@@ -29,6 +29,10 @@ type proc struct {
 	// deniedForGood: its denial was said, once, to be one no setting
 	// lifts; the reports leave it out.
 	deniedForGood bool
+	// vsize is the size of its address space at its last maps read, in
+	// pages, truncated to 32 bits (0: unknown): a young re-read reads its
+	// maps again only once it changed. It fills the padding before imageAt.
+	vsize uint32
 
 	// imageAt is the kernel time (Event.Time's clock) of the newest look
 	// at its current image: its last publication event, or the start of a

@@ -38,6 +38,7 @@ type request struct {
 	start  uint64     // the known start time; 0 for opDiscover
 	addr   uint64     // opRefresh: the header's address
 	last   uint64     // opRefresh: the timestamp of the context held
+	vsize  uint32     // a young re-read: proc.vsize
 	via    reader.Via // set by Begin
 	// stalled: a read of the process stalled before (proc.stall).
 	stalled bool
@@ -92,6 +93,7 @@ type result struct {
 	// readAt is Host.KernelTime when the read began: an exec or exit the
 	// kernel reported before it came before what the read found.
 	readAt uint64
+	vsize  uint32 // the address space's size (pages), when a stat before the maps said it
 }
 
 // startTime is the start time of the process the request reads: the one
@@ -133,7 +135,7 @@ func read(h Host, r *request) {
 			r.res.err = fmt.Errorf("start time: %w", err)
 			return
 		}
-		r.res.start, r.res.newborn = st.StartTicks, st.Age < youngDelays[0]
+		r.res.start, r.res.newborn, r.res.vsize = st.StartTicks, st.Age < youngDelays[0], pages(st.VSize)
 		if st.KernelThread {
 			// No user memory: nothing to find.
 			r.res.kernel = true
@@ -144,8 +146,43 @@ func read(h Host, r *request) {
 		if !refresh(h, r) {
 			return
 		}
+	case opLocate:
+		if r.cause == causeYoung && !r.noMaps && unchanged(h, r) {
+			return
+		}
 	}
 	locate(h, r)
+}
+
+// pages is an address space's size in pages, truncated to 32 bits: the
+// part that tells a change (16 TiB of change go unseen, as one mapping
+// made and another of its size unmade).
+func pages(vsize uint64) uint32 { return uint32(vsize >> 12) }
+
+// errUnchanged: a process's address space is the size it was when its maps
+// were last read.
+var errUnchanged = fmt.Errorf("address space unchanged since its maps were read: %w", otep.ErrNoContext)
+
+// unchanged reads the stat of a young process before its maps: when its
+// address space is the r.vsize pages it was at their last read (0: not
+// known), bar one mapping unmade of the size of another made meanwhile,
+// there is nothing new in its maps, nor in its environment, and their
+// reads (five times the cost) are left out.
+func unchanged(h Host, r *request) bool {
+	st, err := h.Stat(r.pid)
+	switch {
+	case err != nil:
+		r.res.err = fmt.Errorf("start time: %w", err)
+	case st.StartTicks != r.start:
+		r.res.err = fmt.Errorf("pid %d: %w", r.pid, errPidReused)
+	case r.vsize == 0 || pages(st.VSize) != r.vsize:
+		r.res.vsize = pages(st.VSize)
+		return false
+	default:
+		r.res.vsize, r.res.err = r.vsize, errUnchanged
+		r.env = false // read with the maps it came from
+	}
+	return true
 }
 
 // refresh reads a publisher's header at the address known; false when

@@ -195,6 +195,9 @@ func (s *scheduler) start(pid int, p *proc, c cause, now int64) request {
 		// A probe of a process whose maps are not due reads only what is.
 		noMaps: c == causeEnviron || !s.cfg.uses(SourceContext) ||
 			c == causeProbe && p.found == OutcomeNoContext && !s.planner().contextDue(p, now)}
+	if c == causeYoung && p.env == envRead {
+		r.vsize = p.vsize // its stat tells whether its maps are worth reading
+	}
 	switch {
 	case p.start == 0 || c == causeListing:
 		r.op = opDiscover

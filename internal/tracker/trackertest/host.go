@@ -73,6 +73,15 @@ type Proc struct {
 	Age time.Duration
 }
 
+// vsize is the size of its address space: a context mapping makes it a
+// page larger.
+func (p *Proc) vsize() uint64 {
+	if p.Ctx != nil {
+		return 1<<30 + 4096
+	}
+	return 1 << 30
+}
+
 var _ tracker.Host = (*Host)(nil)
 
 // NewHost returns a host without processes.
@@ -234,7 +243,7 @@ func (h *Host) Stat(pid int) (procfs.Stat, error) {
 		if age == 0 {
 			age = time.Hour
 		}
-		return procfs.Stat{StartTicks: p.Start, KernelThread: p.Kernel, Age: age}, nil
+		return procfs.Stat{StartTicks: p.Start, KernelThread: p.Kernel, Age: age, VSize: p.vsize()}, nil
 	})
 }
 
