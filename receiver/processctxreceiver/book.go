@@ -61,7 +61,7 @@ type book struct {
 	interval time.Duration // report_interval
 	limit    int           // queue_size
 	maxAge   time.Duration // retry_on_failure.max_elapsed_time; 0: none
-	wake     chan struct{} // signaled when something is owed or a scan ended
+	wake     chan struct{} // signaled when something is owed
 	now      func() time.Time
 
 	mu       sync.Mutex
@@ -69,9 +69,8 @@ type book struct {
 	// instances are the live entities by the service.instance.id their
 	// identity publishes: the processes of one service instance.
 	instances map[string]map[*entity]struct{}
-	states    list.List // of *owed, oldest first
-	deletes   list.List // of *owed, oldest first
-	scans     []tracker.ScanStats
+	states    list.List             // of *owed, oldest first
+	deletes   list.List             // of *owed, oldest first
 	dropped   [numDropReasons]int64 // since takeDropped
 }
 
@@ -99,10 +98,6 @@ type owed struct {
 	endsInstance bool
 }
 
-// maxPendingScans bounds the scan summaries the receiver's loop has not
-// taken; the oldest go.
-const maxPendingScans = 16
-
 func newBook(cfg *Config) *book {
 	return &book{
 		filter:    newExecutableFilter(cfg.Include, cfg.Exclude),
@@ -117,7 +112,10 @@ func newBook(cfg *Config) *book {
 }
 
 // record takes the tracker's changes and scan summary (a
-// tracker.Subscriber: it never blocks).
+// tracker.Subscriber: it never blocks). A scan is the receiver's clock: at
+// each, the live entities stated report_interval ago are owed a state
+// again (restate). The receiver's loop is woken only when something is
+// owed: a scan that changes nothing costs it no wake-up.
 func (b *book) record(changes []tracker.Change, scan *tracker.ScanStats) {
 	now := b.now()
 	b.mu.Lock()
@@ -129,15 +127,15 @@ func (b *book) record(changes []tracker.Change, scan *tracker.ScanStats) {
 		}
 	}
 	if scan != nil {
-		if len(b.scans) == maxPendingScans {
-			b.scans = append(b.scans[:0], b.scans[1:]...)
-		}
-		b.scans = append(b.scans, *scan)
+		b.restateLocked(now)
 	}
+	owed := b.states.Len()+b.deletes.Len() > 0
 	b.mu.Unlock()
-	select {
-	case b.wake <- struct{}{}:
-	default:
+	if owed {
+		select {
+		case b.wake <- struct{}{}:
+		default:
+		}
 	}
 }
 
@@ -252,6 +250,10 @@ func (b *book) oweState(e *entity, now time.Time) {
 func (b *book) restate(now time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.restateLocked(now)
+}
+
+func (b *book) restateLocked(now time.Time) {
 	for _, e := range b.entities {
 		if !e.ended && e.state == nil && now.Sub(e.statedAt) >= b.interval {
 			b.oweState(e, now)
@@ -361,15 +363,6 @@ func (b *book) owedEvents() int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.states.Len() + b.deletes.Len()
-}
-
-// takeScans returns the scan summaries recorded since the last call.
-func (b *book) takeScans() []tracker.ScanStats {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	scans := b.scans
-	b.scans = nil
-	return scans
 }
 
 // takeDropped returns the counts of events given up since the last call,

@@ -203,15 +203,34 @@ func TestBookFilter(t *testing.T) {
 	assert.Equal(t, []string{"state 1"}, describe(b.batch()), "nothing of an excluded process, its delete neither")
 }
 
+// A scan owes a state of each live entity stated report_interval ago, and
+// wakes the receiver's loop only then: a scan that owes nothing costs it
+// no wake-up.
 func TestBookScans(t *testing.T) {
-	b := newBook(createDefaultConfig())
-	for i := range maxPendingScans + 2 {
-		b.record(nil, &tracker.ScanStats{Processes: i})
+	cfg := createDefaultConfig()
+	b := newBook(cfg)
+	now := time.Unix(1000, 0)
+	b.now = func() time.Time { return now }
+	woken := func() bool {
+		select {
+		case <-b.wake:
+			return true
+		default:
+			return false
+		}
 	}
-	scans := b.takeScans()
-	require.Len(t, scans, maxPendingScans)
-	assert.Equal(t, 2, scans[0].Processes, "the oldest go")
-	assert.Empty(t, b.takeScans())
+	b.record(nil, &tracker.ScanStats{})
+	assert.False(t, woken(), "nothing owed")
+	b.record([]tracker.Change{{Kind: tracker.Published, Publication: versionOf(1, 1)}}, nil)
+	assert.True(t, woken())
+	b.settle(b.batch(), accepted)
+	now = now.Add(cfg.ReportInterval / 2)
+	b.record(nil, &tracker.ScanStats{})
+	assert.False(t, woken(), "stated half a report interval ago")
+	now = now.Add(cfg.ReportInterval / 2)
+	b.record(nil, &tracker.ScanStats{})
+	assert.True(t, woken(), "stated a report interval ago")
+	assert.Equal(t, []string{"state 1"}, describe(b.batch()))
 }
 
 // versionOf is version v of a publication of pid (its resource's

@@ -101,9 +101,6 @@ func (r *processContextReceiver) run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-r.book.wake:
-			if scans := r.book.takeScans(); len(scans) > 0 {
-				r.book.restate(r.now())
-			}
 			if r.delivery.waiting() {
 				r.recordOwed(ctx)
 				continue // the retry's timer decides when
