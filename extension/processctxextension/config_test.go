@@ -58,7 +58,7 @@ func TestLoadConfig(t *testing.T) {
 			`root_path must be an absolute path, got "hostfs"`,
 			`sources lists "context" twice`,
 			`discovery must be "auto", "events" or "poll", got "ebpf"`,
-			`publication_events must be "auto", "fexit", "syscall_tracepoints", "raw_sys_exit" or "none", got "sys_exit"`,
+			`publication_events must be "auto", "fexit", "kprobe", "syscall_tracepoints", "raw_sys_exit" or "none", got "sys_exit"`,
 			"collection_interval must be positive, got 0s",
 			"grace_period must not be negative, got -1s",
 			"recheck_interval must be positive, got 0s",

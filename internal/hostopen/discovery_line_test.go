@@ -23,6 +23,8 @@ func TestMissingHint(t *testing.T) {
 	cfg.CollectionInterval = 7 * time.Second
 	tracepoints := cfg
 	tracepoints.PublicationEvents = pubevents.SyscallTracepoints.String()
+	fexit := cfg
+	fexit.PublicationEvents = pubevents.Fexit.String()
 	kernelRefuses := fmt.Errorf("%w: this kernel refuses BPF trampolines", pubevents.ErrUnsupported)
 	for _, tt := range []struct {
 		name            string
@@ -31,9 +33,11 @@ func TestMissingHint(t *testing.T) {
 		want            string
 	}{
 		{name: "nothing missing", cfg: cfg},
-		{name: "the kernel refuses fexit", cfg: cfg, pubErr: kernelRefuses,
-			want: "publications are polled (seconds after a process starts, not at once): this kernel refuses fexit; " +
+		{name: "the kernel refuses fexit and kprobes", cfg: cfg, pubErr: kernelRefuses,
+			want: "publications are polled (seconds after a process starts, not at once): this kernel refuses fexit and has no kprobes; " +
 				"publication_events: syscall_tracepoints sees them at once at a cost to every syscall of the host"},
+		{name: "the kernel refuses fexit, asked for by name", cfg: fexit, pubErr: kernelRefuses,
+			want: "this kernel refuses fexit; publication_events: kprobe (auto tries it too) or syscall_tracepoints"},
 		{name: "another mechanism unsupported", cfg: tracepoints, pubErr: pubevents.ErrUnsupported,
 			want: "publications are polled (seconds after a process starts, not at once): this kernel cannot run publication_events: syscall_tracepoints; try another"},
 		{name: "no CAP_BPF", cfg: cfg, pubErr: fmt.Errorf("%w: fexit", pubevents.ErrPermission),
@@ -45,7 +49,7 @@ func TestMissingHint(t *testing.T) {
 		{name: "another namespace", cfg: cfg, procErr: procevents.ErrUnsupported,
 			want: "exits are seen by scans (within collection_interval, 7s): the proc connector needs the host's network and pid namespaces (Kubernetes: hostNetwork and hostPID)"},
 		{name: "both", cfg: cfg, procErr: procevents.ErrPermission, pubErr: kernelRefuses,
-			want: "this kernel refuses fexit; publication_events: syscall_tracepoints sees them at once at a cost to every syscall of the host; exits are seen by scans"},
+			want: "this kernel refuses fexit and has no kprobes; publication_events: syscall_tracepoints sees them at once at a cost to every syscall of the host; exits are seen by scans"},
 		{name: "a container's procfs", cfg: cfg, procErr: errNotHostPids, pubErr: errNotHostPids},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -50,7 +50,9 @@ func DefaultConfig() Config {
 
 // PublicationEvents values besides the pubevents mechanisms' names.
 const (
-	// AutoPublicationEvents: fexit where the kernel allows it, else none.
+	// AutoPublicationEvents: fexit where the kernel allows it, else
+	// kprobe, else none: the sources that cost the host's other syscalls
+	// nothing.
 	AutoPublicationEvents = "auto"
 	// NoPublicationEvents: no eBPF program.
 	NoPublicationEvents = "none"
@@ -87,8 +89,8 @@ func (c *Config) check() error {
 	}
 	if c.PublicationEvents != AutoPublicationEvents && c.PublicationEvents != NoPublicationEvents {
 		if _, err := pubevents.ParseMechanism(c.PublicationEvents); err != nil {
-			errs = append(errs, fmt.Errorf("publication_events must be %q, %q, %q, %q or %q, got %q", AutoPublicationEvents,
-				pubevents.Fexit, pubevents.SyscallTracepoints, pubevents.RawSysExit, NoPublicationEvents, c.PublicationEvents))
+			errs = append(errs, fmt.Errorf("publication_events must be %q, %q, %q, %q, %q or %q, got %q", AutoPublicationEvents,
+				pubevents.Fexit, pubevents.Kprobe, pubevents.SyscallTracepoints, pubevents.RawSysExit, NoPublicationEvents, c.PublicationEvents))
 		}
 	}
 	return errors.Join(errs...)
@@ -258,8 +260,10 @@ func missingHint(cfg Config, procErr, pubErr error) string {
 			mechanism = pubevents.Fexit.String()
 		}
 		switch {
+		case errors.Is(pubErr, pubevents.ErrUnsupported) && cfg.PublicationEvents == AutoPublicationEvents:
+			why = "this kernel refuses fexit and has no kprobes; publication_events: syscall_tracepoints sees them at once at a cost to every syscall of the host"
 		case errors.Is(pubErr, pubevents.ErrUnsupported) && mechanism == pubevents.Fexit.String():
-			why = "this kernel refuses fexit; publication_events: syscall_tracepoints sees them at once at a cost to every syscall of the host"
+			why = "this kernel refuses fexit; publication_events: kprobe (auto tries it too) or syscall_tracepoints, at a cost to every syscall of the host, see them at once"
 		case errors.Is(pubErr, pubevents.ErrUnsupported):
 			why = fmt.Sprintf("this kernel cannot run publication_events: %s; try another", mechanism)
 		case errors.Is(pubErr, pubevents.ErrPermission):
