@@ -67,6 +67,14 @@ $(COLLECTOR): builder-config.yaml $(GO_SOURCES)
 	@# A rename, not a copy over: a running collector keeps its binary.
 	cp _build/otelcol-processctx $(COLLECTOR).new && mv -f $(COLLECTOR).new $(COLLECTOR)
 
+# The collector for one architecture (amd64, arm64) as a release ships
+# it: from ocb's generated sources, static, -trimpath, stripped. The
+# kernel matrix's guests run it.
+$(BIN)/linux_%/otelcol-processctx: $(COLLECTOR)
+	@mkdir -p $(@D)
+	cd _build && CGO_ENABLED=0 GOOS=linux GOARCH=$* $(GO) build -trimpath -ldflags='-s -w' -o $(CURDIR)/$@.new .
+	@mv -f $@.new $@
+
 # The OCI image: the static collector, the image's default config and the
 # build host's journalctl with its libraries (for the journald receiver),
 # from scratch, with podman (no registry needed), for this host's

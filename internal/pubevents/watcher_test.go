@@ -21,7 +21,8 @@ import (
 	"github.com/processctx/otelcol-processctx/internal/pubtest"
 )
 
-const page = 4096
+// page is this kernel's page size: 4 KiB, 16 KiB or 64 KiB (arm64).
+var page = uint64(os.Getpagesize())
 
 // mappingAt returns the length of pid's mapping starting at addr, from its
 // maps file (an anonymous context mapping has no name on kernels that
@@ -131,7 +132,7 @@ func TestUnrelatedMunmapsAreSilent(t *testing.T) {
 
 		// In this process: pages 1-2 of 4 tracked; pages 0 and 3 unmapped,
 		// and a munmap that fails (unaligned) over the tracked range.
-		mem, err := unix.Mmap(-1, 0, 4*page, unix.PROT_READ, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+		mem, err := unix.Mmap(-1, 0, 4*int(page), unix.PROT_READ, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -209,7 +210,7 @@ func TestMemfdNameNotResident(t *testing.T) {
 		if _, err := f.WriteString("OTEL_CTX\x00"); err != nil {
 			t.Fatal(err)
 		}
-		mem, err := unix.Mmap(int(f.Fd()), 0, page, unix.PROT_READ, unix.MAP_PRIVATE)
+		mem, err := unix.Mmap(int(f.Fd()), 0, int(page), unix.PROT_READ, unix.MAP_PRIVATE)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -223,15 +224,16 @@ func TestMemfdNameNotResident(t *testing.T) {
 
 func TestLost(t *testing.T) {
 	forEachMechanism(t, func(t *testing.T, opts Options) {
-		opts.RingSize = page
+		opts.RingSize = int(page)
 		w := mustLoad(t, opts)
 		if n := w.Lost(); n != 0 {
 			t.Fatalf("Lost() = %d before anything happened", n)
 		}
-		// Nothing reads during the burst: the ring (128 records of 32
-		// bytes with their headers) overflows whatever the speed.
+		// Nothing reads during the burst: the ring (a page of records of
+		// 32 bytes with their headers: 128 in 4 KiB) overflows whatever
+		// the speed.
 		const burst = 5000
-		const capacity = page / 32
+		capacity := page / 32
 		ctx := cstr("OTEL_CTX")
 		for range burst {
 			prctlName(unix.PR_SET_VMA, unix.PR_SET_VMA_ANON_NAME, 0x1000, 0x2000, ctx)
