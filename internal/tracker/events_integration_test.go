@@ -44,11 +44,20 @@ func liveTracker(t *testing.T, discovery hostopen.Discovery) (*tracker.Tracker, 
 	if discovery == hostopen.DiscoveryPoll {
 		cfg.CollectionInterval = 200 * time.Millisecond
 	}
-	core, logs := observer.New(zap.InfoLevel)
+	core, logs := observer.New(zap.DebugLevel)
 	tr, err := hostopen.Open(cfg, zap.New(core))
 	require.NoError(t, err)
 	tr.Start()
-	t.Cleanup(func() { require.NoError(t, tr.Stop(context.Background())) })
+	t.Cleanup(func() {
+		require.NoError(t, tr.Stop(context.Background()))
+		if t.Failed() {
+			// What the tracker said last (reads abandoned, quarantines).
+			all := logs.All()
+			for _, e := range all[max(0, len(all)-40):] {
+				t.Logf("tracker log %s %s: %s %v", e.Time.Format("15:04:05.000"), e.Level, e.Message, e.ContextMap())
+			}
+		}
+	})
 	sub := trackertest.Subscribe(t, tr)
 	<-tr.Ready()
 	if discovery == hostopen.DiscoveryEvents {
@@ -67,7 +76,10 @@ func changesOf(t *testing.T, tr *tracker.Tracker, sub *trackertest.Recorder, pid
 		case <-sub.C():
 		case <-deadline:
 			_, o := tr.Snapshot().Lookup(pid)
-			t.Fatalf("pid %d: want %d changes, got %v; it is %s; events %+v, live %s", pid, n, got, o, tr.Events(), tr.LiveSources())
+			maps, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", pid))
+			published := err == nil && strings.Contains(string(maps), "OTEL_CTX")
+			t.Fatalf("pid %d: want %d changes, got %v; it is %s (its maps show a context: %v); events %+v, live %s, stuck reads %d",
+				pid, n, got, o, published, tr.Events(), tr.LiveSources(), tr.StuckReads())
 		}
 		changes, _ := sub.Take()
 		for _, c := range changes {

@@ -526,6 +526,53 @@ func TestPollYoungReadsBounded(t *testing.T) {
 	assert.Equal(t, 6, host.Count(trackertest.MethodMaps))
 }
 
+// A young read that does not return in time (a host short of CPU: the
+// kernel matrix's emulated guests) does not end the young series: once
+// the quarantine ends, the reads go on at their times, and a publication
+// made after the stall is found by the next of them, not by a rescan an
+// hour later.
+func TestPollYoungReadsSurviveAStall(t *testing.T) {
+	host := trackertest.NewHost()
+	cfg := testConfig()
+	cfg.RescanInterval, cfg.RescanMaxInterval = time.Hour, time.Hour
+	h := newHarness(t, cfg, host)
+	host.Add(172)
+	step := func() {
+		h.rescan()
+		require.NoError(t, h.tr.WaitIdle(context.Background()))
+	}
+	step() // meets it: young reads 1, 3, 8, 18 and 38 s later
+
+	// The first young read sticks, then returns a second after its
+	// deadline: a quarantine of as long again.
+	host.Set(172, func(p *trackertest.Proc) { p.Block = trackertest.MethodMaps })
+	host.ResetCounts()
+	h.clock.Advance(time.Second)
+	h.rescan()
+	require.Eventually(t, func() bool { return host.CountOf(trackertest.MethodMaps, 172) > 0 }, 10*time.Second, time.Millisecond)
+	h.clock.Advance(cfg.ReadTimeout + time.Second)
+	host.Set(172, func(p *trackertest.Proc) { p.Block = "" })
+	host.Unblock()
+	require.Eventually(t, func() bool { return h.tr.StuckReads() == 0 }, 10*time.Second, time.Millisecond)
+	step()
+	// The read that ends the quarantine finds no context either.
+	for host.CountOf(trackertest.MethodMaps, 172) < 2 {
+		h.clock.Advance(time.Second)
+		step()
+	}
+
+	host.Publish(172, "after-the-stall")
+	var got []string
+	for range 40 {
+		h.clock.Advance(time.Second)
+		step()
+		if got = append(got, h.take()...); len(got) > 0 {
+			break
+		}
+	}
+	assert.Equal(t, []string{"published 172 after-the-stall"}, got)
+}
+
 // On a host with pid_max 32768 and churn, a pid is reused before the old
 // process's exit is reported: the new process's exec and publication come
 // first, the old exit last. The read at the publication finds the pid
