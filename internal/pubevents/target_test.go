@@ -89,7 +89,7 @@ func TestFexitTargetIDs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	prctl, _ := kernel.AnyTypeByName(syscallPrefix+"prctl")
+	prctl, _ := kernel.AnyTypeByName(syscallPrefix + "prctl")
 	prctlID, _ := kernel.TypeID(prctl)
 	if len(ids) != 2 || ids[pubeventsProgOnMemfdCreate] != first || ids[pubeventsProgOnPrctl] != prctlID {
 		t.Fatalf("fexitTargetIDs(every) = %v, want memfd_create %d and prctl %d (munmap is not in this BTF)", ids, first, prctlID)
