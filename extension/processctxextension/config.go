@@ -47,7 +47,7 @@ func (c *Config) Unmarshal(conf *confmap.Conf) error {
 // not usable, and a root_path without the host's procfs, with the error
 // start would fail with.
 func (c *Config) Validate() error {
-	return errors.Join(c.Leftovers.Err(c), hostopen.Validate(c.tracker()))
+	return errors.Join(c.Err(c), hostopen.Validate(c.tracker()))
 }
 
 // tracker returns the configuration of the tracker hostopen.Open opens:

@@ -92,7 +92,7 @@ func createDefaultConfig() *Config {
 
 // Validate implements confmap.Validator: it reports every problem, by key.
 func (c *Config) Validate() error {
-	errs := []error{c.Leftovers.Err(c, configkeys.Elsewhere{Name: "the process_context extension", Config: sharedtracker.Settings{}})}
+	errs := []error{c.Err(c, configkeys.Elsewhere{Name: "the process_context extension", Config: sharedtracker.Settings{}})}
 	switch {
 	case len(c.PIDAttributes) == 0:
 		errs = append(errs, errors.New("pid_attributes must list at least one attribute key"))

@@ -125,7 +125,7 @@ func (c *Config) Unmarshal(conf *confmap.Conf) error { return configkeys.Decode(
 func (c *Config) Validate() error {
 	// confmap validates RetryOnFailure (non-negative values); the floors of
 	// its durations are ours.
-	errs := []error{c.Leftovers.Err(c, configkeys.Elsewhere{Name: "the process_context extension", Config: sharedtracker.Settings{}})}
+	errs := []error{c.Err(c, configkeys.Elsewhere{Name: "the process_context extension", Config: sharedtracker.Settings{}})}
 	if c.ReportInterval <= 0 {
 		errs = append(errs, fmt.Errorf("report_interval must be positive, got %s", c.ReportInterval))
 	}
