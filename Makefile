@@ -34,7 +34,7 @@ REVISION  ?= $(shell git rev-parse HEAD 2>/dev/null)$(shell test -n "$$(git stat
 IMAGE_COLLECTOR ?= $(COLLECTOR)
 # Where make release writes (docs/contributing.md, "Releasing").
 RELEASE_DIR ?= _build/release/$(VERSION)
-GO_SOURCES := $(shell find . -name '*.go' -not -path './_build/*') go.mod go.sum
+GO_SOURCES := $(shell find . -name '*.go' -not -path './_build/*' -not -path './_build-custom/*') go.mod go.sum
 
 # package:target pairs of every Go fuzz target
 FUZZ_TARGETS := \

@@ -318,16 +318,6 @@ func (pl planner) backoff(strikes uint8) time.Duration {
 	return b
 }
 
-// pace reports whether what was last done at *last (0: never) may be
-// done again at now, at most once per every, and notes it done.
-func pace(last *int64, now int64, every time.Duration) bool {
-	if *last != 0 && now-*last < int64(every) {
-		return false
-	}
-	*last = now
-	return true
-}
-
 // recheckAt says when p, whose maps were just read without a context, is
 // due for a read again (contextDue: the snapshot must say so then, for
 // lookups to wait for that read), on planGrid: at most a grid step after
