@@ -16,6 +16,7 @@ import (
 
 	"github.com/processctx/otelcol-processctx/internal/otep"
 	"github.com/processctx/otelcol-processctx/internal/procfs"
+	"github.com/processctx/otelcol-processctx/internal/sdkenv"
 	"github.com/processctx/otelcol-processctx/internal/tracker"
 	"github.com/processctx/otelcol-processctx/internal/tracker/trackertest"
 )
@@ -571,6 +572,43 @@ func TestPollYoungReadsSurviveAStall(t *testing.T) {
 		}
 	}
 	assert.Equal(t, []string{"published 172 after-the-stall"}, got)
+}
+
+// A process met mid-exec (its environment reads empty: the kernel
+// matrix's emulated guests catch Go publishers there) is read again soon
+// for its environment; the young series goes on after those retries, and
+// a publication made seconds later is found by it, not by a rescan an
+// hour later.
+func TestPollYoungReadsAfterAnEmptyEnvironment(t *testing.T) {
+	host := trackertest.NewHost()
+	cfg := testConfig()
+	cfg.RescanInterval, cfg.RescanMaxInterval = time.Hour, time.Hour
+	h := newHarness(t, cfg, host)
+	h.rescan()
+	host.Add(173).Errs[trackertest.MethodEnviron] = sdkenv.ErrEmpty
+	step := func(d time.Duration) {
+		h.clock.Advance(d)
+		h.rescan()
+		require.NoError(t, h.tr.WaitIdle(context.Background()))
+	}
+	step(0) // meets it mid-exec
+	// The exec is over a few retries later.
+	for range 3 {
+		step(100 * time.Millisecond)
+	}
+	host.Set(173, func(p *trackertest.Proc) { delete(p.Errs, trackertest.MethodEnviron) })
+	for range 50 {
+		step(100 * time.Millisecond)
+	}
+	host.Publish(173, "published-after-the-exec")
+	var got []string
+	for range 40 {
+		step(time.Second)
+		if got = append(got, h.take()...); len(got) > 0 {
+			break
+		}
+	}
+	assert.Equal(t, []string{"published 173 published-after-the-exec"}, got)
 }
 
 // On a host with pid_max 32768 and churn, a pid is reused before the old
