@@ -73,7 +73,7 @@ func kindOf[K ~uint8](kinds []tracker.EventKind, k K) tracker.EventKind {
 }
 
 // publicationSource delivers the eBPF program's events (publish, memfd,
-// unmap) and watches the unmapping of the publications it is told of.
+// and unmap where the mechanism reports it: unmapWatchingSource).
 type publicationSource struct {
 	w *pubevents.Watcher
 	// lost is the watcher's drop count last seen.
@@ -89,7 +89,7 @@ const lostCheck = 500 * time.Millisecond
 // that cost the host's other syscalls nothing: fexit, else a kretprobe on
 // the same entry points (arm64 before Linux 6.4 has no trampolines for
 // them); "none" returns no source and no error.
-func openPublicationEvents(name string) (*publicationSource, string, error) {
+func openPublicationEvents(name string) (tracker.EventSource, string, error) {
 	if name == NoPublicationEvents {
 		return nil, "", nil
 	}
@@ -111,12 +111,16 @@ func openPublicationEvents(name string) (*publicationSource, string, error) {
 	return loadPublicationEvents(m)
 }
 
-func loadPublicationEvents(m pubevents.Mechanism) (*publicationSource, string, error) {
+func loadPublicationEvents(m pubevents.Mechanism) (tracker.EventSource, string, error) {
 	w, err := pubevents.Load(pubevents.Options{Mechanism: m})
 	if err != nil {
 		return nil, "", err
 	}
-	return &publicationSource{w: w}, "eBPF " + m.String(), nil
+	s := &publicationSource{w: w}
+	if m.ReportsUnmaps() {
+		return unmapWatchingSource{s}, "eBPF " + m.String(), nil
+	}
+	return s, "eBPF " + m.String(), nil
 }
 
 func (s *publicationSource) Sources() tracker.Sources { return tracker.PublicationEvents }
@@ -151,8 +155,14 @@ func (s *publicationSource) Run(notify func(tracker.Event)) error {
 
 func (s *publicationSource) Close() error { return s.w.Close() }
 
-func (s *publicationSource) Track(pid int, addr, length uint64) error {
+// unmapWatchingSource is a publicationSource whose mechanism reports
+// unmaps: it watches the unmapping of the publications the tracker tells
+// it of (tracker.PublicationFilter). Without it, the tracker reads its
+// publishers at every scan.
+type unmapWatchingSource struct{ *publicationSource }
+
+func (s unmapWatchingSource) Track(pid int, addr, length uint64) error {
 	return s.w.Track(pid, addr, length)
 }
 
-func (s *publicationSource) Untrack(pid int) error { return s.w.Untrack(pid) }
+func (s unmapWatchingSource) Untrack(pid int) error { return s.w.Untrack(pid) }

@@ -14,7 +14,7 @@
 //   - Memfd: a successful memfd_create("OTEL_CTX"): a publish is coming,
 //     the header is not written yet.
 //   - Unmap: a successful munmap overlapping the mapping registered for the
-//     process with Track.
+//     process with Track (not with Kprobe, which leaves munmap alone).
 //
 // Events are hints, not a record of state: they come from every process
 // of the host, any program may issue the same calls, and a publication can
@@ -22,7 +22,8 @@
 // keeps polling, only less often. PID is the pid in the initial pid
 // namespace, as a host /proc shows it, also for processes in containers.
 //
-// What is not reported: a process's exit or exec (no munmap is called),
+// What is not reported: unmaps with Kprobe (above), a process's exit or
+// exec (no munmap is called),
 // a context mapping replaced by mmap(MAP_FIXED) or moved by mremap,
 // syscalls of 32-bit processes, records dropped because the ring buffer
 // was full (counted by Lost), and a prctl whose name string is in a page
@@ -54,16 +55,20 @@
 // by its name, of which there is one symbol. Candidates of different
 // prototypes are ErrUnsupported, naming the program.
 //
-// Kprobe attaches a kretprobe to each of the same three entry points,
-// through the kprobe PMU (perf_event_open): again no other syscall pays
-// anything, and each of the three pays a kprobe's entry (a breakpoint, or
-// an ftrace call where the kernel has kprobes on ftrace) and its return
-// trampoline, some hundreds of nanoseconds more than fexit's. It needs
-// kprobe events (CONFIG_KPROBE_EVENTS), which the development VM's kernel
-// lacks (ErrUnsupported), not trampolines. A kretprobe runs at most
-// max(10, 2 × CPUs) calls of one function at once; a call beyond that
-// (many munmaps blocked at the same time) goes unreported, as a full ring
-// buffer's records do.
+// Kprobe attaches a kretprobe to the entry points of prctl and
+// memfd_create, through the kprobe PMU (perf_event_open): no other
+// syscall pays anything, and each of those two pays a kprobe's entry (a
+// breakpoint, or an ftrace call where the kernel has kprobes on ftrace)
+// and its return trampoline, more than fexit's call. It leaves munmap
+// alone and reports no Unmap: every process of the host makes munmaps,
+// and under emulation (arm64, Debian 12's 6.1) a kretprobe made an mmap
+// and munmap pair 1.3x dearer, where it leaves prctl, rare outside
+// publishers, as it finds it. A reader learns of an unpublish by reading
+// the publication again (the tracker does at each scan when its source
+// reports no unmaps). It needs kprobe events (CONFIG_KPROBE_EVENTS), which
+// the development VM's kernel lacks (ErrUnsupported), not trampolines. A
+// kretprobe runs at most max(10, 2 × CPUs) calls of one function at once;
+// a call beyond that goes unreported, as a full ring buffer's records do.
 //
 // SyscallTracepoints attaches to the exit events of the three syscalls
 // (syscalls/sys_exit_prctl, …): only they run a program, which finds the

@@ -68,9 +68,10 @@ const (
 	// Fexit attaches one program to each of the three syscalls' entry
 	// points: no other syscall pays anything. It needs BPF trampolines.
 	Fexit Mechanism = iota
-	// Kprobe attaches a kretprobe to each of the three syscalls' entry
-	// points: no other syscall pays anything, each of the three a little
-	// more than with Fexit. It needs kprobes (CONFIG_KPROBES), not
+	// Kprobe attaches a kretprobe to the entry points of prctl and
+	// memfd_create: no other syscall pays anything, and those two more
+	// than with Fexit. It reports no Unmap: munmap, which every process
+	// makes, is left alone. It needs kprobes (CONFIG_KPROBE_EVENTS), not
 	// trampolines: arm64 kernels before 6.4 have no trampolines for
 	// kernel functions.
 	Kprobe
@@ -109,6 +110,10 @@ func ParseMechanism(name string) (Mechanism, error) {
 	}
 	return Fexit, fmt.Errorf("pubevents: unknown mechanism %q (fexit, kprobe, syscall_tracepoints or raw_sys_exit)", name)
 }
+
+// ReportsUnmaps reports whether the mechanism reports Unmap events: all but
+// Kprobe.
+func (m Mechanism) ReportsUnmaps() bool { return m != Kprobe }
 
 // Options select the mechanism and size the BPF maps; zero values select
 // the defaults.

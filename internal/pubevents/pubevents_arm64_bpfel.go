@@ -33,7 +33,6 @@ const (
 	pubeventsProgOnMunmap          = "on_munmap"
 	pubeventsProgOnPrctl           = "on_prctl"
 	pubeventsProgOnRetMemfdCreate  = "on_ret_memfd_create"
-	pubeventsProgOnRetMunmap       = "on_ret_munmap"
 	pubeventsProgOnRetPrctl        = "on_ret_prctl"
 	pubeventsProgOnSysExit         = "on_sys_exit"
 )
@@ -87,7 +86,6 @@ type pubeventsProgramSpecs struct {
 	OnMunmap          *ebpf.ProgramSpec `ebpf:"on_munmap"`
 	OnPrctl           *ebpf.ProgramSpec `ebpf:"on_prctl"`
 	OnRetMemfdCreate  *ebpf.ProgramSpec `ebpf:"on_ret_memfd_create"`
-	OnRetMunmap       *ebpf.ProgramSpec `ebpf:"on_ret_munmap"`
 	OnRetPrctl        *ebpf.ProgramSpec `ebpf:"on_ret_prctl"`
 	OnSysExit         *ebpf.ProgramSpec `ebpf:"on_sys_exit"`
 }
@@ -157,7 +155,6 @@ type pubeventsPrograms struct {
 	OnMunmap          *ebpf.Program `ebpf:"on_munmap"`
 	OnPrctl           *ebpf.Program `ebpf:"on_prctl"`
 	OnRetMemfdCreate  *ebpf.Program `ebpf:"on_ret_memfd_create"`
-	OnRetMunmap       *ebpf.Program `ebpf:"on_ret_munmap"`
 	OnRetPrctl        *ebpf.Program `ebpf:"on_ret_prctl"`
 	OnSysExit         *ebpf.Program `ebpf:"on_sys_exit"`
 }
@@ -171,7 +168,6 @@ func (p *pubeventsPrograms) Close() error {
 		p.OnMunmap,
 		p.OnPrctl,
 		p.OnRetMemfdCreate,
-		p.OnRetMunmap,
 		p.OnRetPrctl,
 		p.OnSysExit,
 	)

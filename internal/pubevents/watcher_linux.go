@@ -52,7 +52,7 @@ func programs(m Mechanism) []string {
 	case Fexit:
 		return []string{pubeventsProgOnPrctl, pubeventsProgOnMemfdCreate, pubeventsProgOnMunmap}
 	case Kprobe:
-		return []string{pubeventsProgOnRetPrctl, pubeventsProgOnRetMemfdCreate, pubeventsProgOnRetMunmap}
+		return []string{pubeventsProgOnRetPrctl, pubeventsProgOnRetMemfdCreate}
 	case SyscallTracepoints:
 		return []string{pubeventsProgOnExitPrctl, pubeventsProgOnExitMemfdCreate, pubeventsProgOnExitMunmap}
 	}
@@ -67,7 +67,6 @@ var syscallOf = map[string]string{
 	pubeventsProgOnMunmap:          "munmap",
 	pubeventsProgOnRetPrctl:        "prctl",
 	pubeventsProgOnRetMemfdCreate:  "memfd_create",
-	pubeventsProgOnRetMunmap:       "munmap",
 	pubeventsProgOnExitPrctl:       "prctl",
 	pubeventsProgOnExitMemfdCreate: "memfd_create",
 	pubeventsProgOnExitMunmap:      "munmap",
@@ -336,7 +335,8 @@ func (w *Watcher) lostLocked() uint64 {
 
 // Track registers the context mapping [addr, addr+length) of pid (as in
 // its maps file: page aligned) so that an munmap overlapping it is
-// reported; it replaces pid's previous entry.
+// reported (by the mechanisms that report unmaps: Mechanism.ReportsUnmaps);
+// it replaces pid's previous entry.
 func (w *Watcher) Track(pid int, addr, length uint64) error {
 	if err := checkTrack(pid, addr, length); err != nil {
 		return err

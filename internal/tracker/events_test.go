@@ -239,6 +239,22 @@ func TestUnmapEvent(t *testing.T) {
 	assert.Equal(t, []string{"unpublished 70 x"}, h.waitChanges(1))
 }
 
+// A publication source that reports no unmaps (the kprobe mechanism
+// leaves munmap alone): an unpublish is found by the next scan, which
+// lists the host and reads every publisher's header, as without events.
+func TestUnpublishFoundByScansWithoutUnmapEvents(t *testing.T) {
+	host := trackertest.NewHost()
+	host.Add(75)
+	host.Publish(75, "x")
+	src := trackertest.NewSource(bothSources)
+	h := newHarness(t, testConfig(), host, tracker.WithEventSources(src.WithoutUnmaps()))
+	h.take()
+	host.Unpublish(75)
+	h.clock.Advance(time.Second) // not an eventsListInterval, nor a ReconcileInterval
+	h.rescan()
+	assert.Equal(t, []string{"unpublished 75 x"}, h.waitChanges(1))
+}
+
 // Telemetry sent right after a publish names a pid the tracker read
 // without a context: while the publication event's read is out, lookups
 // say "not known yet" (a batch probes and waits for it), not "no context".

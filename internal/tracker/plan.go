@@ -57,9 +57,10 @@ type readPlan struct {
 // fitBudget, backoff, recheckAt.
 type planner struct {
 	cfg *Config
-	// Publication events and process events come; the first scan finished.
-	pubEvents, procEvents, scanned bool
-	pubLostAt                      int64 // the clock when publication events were last dropped
+	// Publication events and process events come, unmaps among the
+	// former; the first scan finished.
+	pubEvents, procEvents, unmapEvents, scanned bool
+	pubLostAt                                   int64 // the clock when publication events were last dropped
 }
 
 // next chooses the cause and the time of a process's read.
@@ -276,14 +277,15 @@ const eventsListInterval = time.Minute
 
 // scanReads says what a scan starting at now reads of the host: whether
 // it lists it, and whether it reads every publisher's timestamp (full).
-// While process and publication events both come, a scan only finds what
-// they could not tell: it lists the host once per eventsListInterval and
-// reads the publishers' timestamps once per Config.ReconcileInterval, or
-// at once after events were dropped (reconcile) or when asked (relist).
+// While process and publication events (unmaps among them) all come, a
+// scan only finds what they could not tell: it lists the host once per
+// eventsListInterval and reads the publishers' timestamps once per
+// Config.ReconcileInterval, or at once after events were dropped
+// (reconcile) or when asked (relist).
 func (pl planner) scanReads(h *hostState, now int64) (list, full bool) {
-	both := pl.pubEvents && pl.procEvents
-	list = !both || h.reconcile || h.relist || h.listedAt == 0 || now-h.listedAt >= int64(eventsListInterval)
-	full = !both || h.reconcile || h.reconciledAt == 0 || now-h.reconciledAt >= int64(pl.cfg.ReconcileInterval)
+	all := pl.pubEvents && pl.procEvents && pl.unmapEvents
+	list = !all || h.reconcile || h.relist || h.listedAt == 0 || now-h.listedAt >= int64(eventsListInterval)
+	full = !all || h.reconcile || h.reconciledAt == 0 || now-h.reconciledAt >= int64(pl.cfg.ReconcileInterval)
 	return list, full
 }
 

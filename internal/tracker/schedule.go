@@ -110,7 +110,8 @@ func (ps *schedule) quarantined() bool { return ps.stall != nil && ps.stall.stri
 func (s *scheduler) planner() planner {
 	live := s.events.live()
 	return planner{cfg: s.cfg, pubEvents: live&PublicationEvents != 0, procEvents: live&ProcessEvents != 0,
-		scanned: s.scans.scanned(), pubLostAt: s.host.pubLostAt}
+		unmapEvents: live&PublicationEvents != 0 && s.events.filter != nil,
+		scanned:     s.scans.scanned(), pubLostAt: s.host.pubLostAt}
 }
 
 func (s *scheduler) answer(p *proc, now int64) Answer { return s.planner().answer(p, now) }

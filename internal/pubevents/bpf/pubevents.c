@@ -10,8 +10,9 @@
  * races the kernel), and a user string the kernel itself read is resident
  * when we read it (a tracing program cannot fault pages in). Four ways to
  * attach, chosen in Go: fexit on the three syscall entry points (nothing
- * else pays); a kretprobe on each of them (nothing else pays either, but
- * each call costs more); the exit events of the three syscalls (every
+ * else pays); a kretprobe on prctl's and memfd_create's (nothing else pays
+ * either, each of their calls costs more, and unmaps go unreported); the
+ * exit events of the three syscalls (every
  * syscall takes the slow path, only these run a program); the raw
  * sys_exit tracepoint (every syscall runs the program).
  *
@@ -309,12 +310,13 @@ int BPF_PROG(on_munmap, const struct pt_regs *regs, long ret)
 
 /*
  * Where the kernel refuses BPF trampolines (arm64 before Linux 6.4, some
- * hardened kernels): a kretprobe on each of the three entry points. Only
- * those syscalls pay (a breakpoint or an ftrace call on entry, a return
- * trampoline on exit); no other syscall does. The arguments are read from
- * the task's saved user registers, as the exit events below do: a
- * kretprobe sees the function's registers at its return. Go sets the
- * targets.
+ * hardened kernels): a kretprobe on the entry points of prctl and
+ * memfd_create. Only those syscalls pay (a breakpoint or an ftrace call on
+ * entry, a return trampoline on exit): no other syscall, and not munmap,
+ * which every process makes and a kprobe would make dearer (unmaps are
+ * then found by the reader's scans). The arguments are read from the
+ * task's saved user registers, as the exit events below do: a kretprobe
+ * sees the function's registers at its return. Go sets the targets.
  */
 static __always_inline const struct pt_regs *current_regs(void)
 {
@@ -332,13 +334,6 @@ SEC("kretprobe")
 int on_ret_memfd_create(struct pt_regs *ctx)
 {
 	handle_memfd_create(current_regs(), RETURN_VALUE(ctx));
-	return 0;
-}
-
-SEC("kretprobe")
-int on_ret_munmap(struct pt_regs *ctx)
-{
-	handle_munmap(current_regs(), RETURN_VALUE(ctx));
 	return 0;
 }
 
