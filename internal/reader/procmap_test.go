@@ -137,8 +137,7 @@ func queryAll(r *Reader, pid int) (otep.Mapping, error) {
 
 // procmapQuerySupported reports whether this kernel answers PROCMAP_QUERY
 // (Linux 6.11 and later); before, the reader reads the maps text only.
-func procmapQuerySupported(t testing.TB, r *Reader) bool {
-	t.Helper()
+func procmapQuerySupported(r *Reader) bool {
 	_, err := queryAll(r, os.Getpid())
 	return !errors.Is(err, errProcmapUnsupported)
 }
@@ -156,7 +155,7 @@ func ways(r *Reader, pid int) map[string]result {
 		"FindMapping":          resultOf(r.FindMapping(pid)),
 		"query after one read": resultOf(r.findMapping(pid, 1)),
 	}
-	if hasMM && !r.anonNaming && !r.procmapUnavailable.Load() {
+	if hasMM && !r.anonNaming && procmapQuerySupported(r) {
 		out["query only"] = resultOf(queryAll(r, pid))
 	}
 	return out
@@ -216,7 +215,7 @@ func TestFindMappingMatchesTextOnThisHost(t *testing.T) {
 	t.Logf("compared %d processes: %v; %d PROCMAP_QUERY calls", sum(kinds), kinds, r.Stats().MapsQueries)
 	assert.Greater(t, sum(kinds), 10)
 	assert.GreaterOrEqual(t, kinds["none"], 3, "the publishers were found")
-	if !r.anonNaming && procmapQuerySupported(t, r.Reader) {
+	if !r.anonNaming && procmapQuerySupported(r.Reader) {
 		assert.NotZero(t, r.Stats().MapsQueries, "the query paths ran")
 	}
 }
@@ -492,7 +491,7 @@ func TestFindMappingConcurrent(t *testing.T) {
 func TestQueryErrors(t *testing.T) {
 	r := newTestReader(t)
 	s := r.scratch()
-	supported := procmapQuerySupported(t, r.Reader)
+	supported := procmapQuerySupported(r.Reader)
 
 	t.Run("process gone", func(t *testing.T) {
 		if !supported {
