@@ -32,9 +32,19 @@ IMAGE     ?= $(REGISTRY)/otelcol-processctx:$(VERSION)
 REVISION  ?= $(shell git rev-parse HEAD 2>/dev/null)$(shell test -n "$$(git status --porcelain 2>/dev/null)" && echo -dirty)
 # The collector binary the image carries (make release: its own build).
 IMAGE_COLLECTOR ?= $(COLLECTOR)
+# The architectures (GOARCH, all linux) the collector is built for by
+# bin/linux_<arch>/otelcol-processctx, which the release and the kernel
+# matrix's guests use; bin/otelcol-processctx is this host's.
+ARCHES    := amd64 arm64
+HOST_ARCH := $(shell $(GO) env GOARCH)
+# ocb's generated sources of the distribution (builder-config.yaml's
+# output_path); the stamp marks a generation that finished.
+GENERATED := _build/.generated
 # Where make release writes (docs/contributing.md, "Releasing").
 RELEASE_DIR ?= _build/release/$(VERSION)
-GO_SOURCES := $(shell find . -name '*.go' -not -path './_build/*') go.mod go.sum
+# What the collector is compiled from: the Go sources and the eBPF objects
+# they embed.
+GO_SOURCES := $(shell find . \( -name '*.go' -o -name '*_bpfel.o' \) -not -path './_build/*') go.mod go.sum
 
 # package:target pairs of every Go fuzz target
 FUZZ_TARGETS := \
@@ -57,15 +67,27 @@ METADATA  := $(shell find . -name metadata.yaml -not -path './tools/*' -not -pat
 
 all: build
 
-# The collector: ocb generates the distribution in _build/ and compiles it.
+# The collector: ocb generates the distribution's sources in _build/, and
+# Go compiles them for this host's architecture.
 build: $(COLLECTOR) tools
 
-$(COLLECTOR): builder-config.yaml $(GO_SOURCES)
+$(GENERATED): builder-config.yaml $(GO_SOURCES)
 	@$(INSTALL_BUILDER)
-	@tools/build-collector.sh $(BUILDER) builder-config.yaml
-	@mkdir -p $(BIN)
+	@tools/build-collector.sh generate $(BUILDER) builder-config.yaml
+	@touch $@
+
+# The collector for linux/<arch>, the one build of it that the release's
+# archives and the kernel matrix's guests carry: from ocb's
+# generated sources, static, -trimpath, stripped, as ocb builds it
+# (tools/build-collector.sh). A first build for an architecture compiles
+# about 1,200 packages (minutes); later ones reuse Go's cache.
+$(BIN)/linux_%/otelcol-processctx: $(GENERATED)
+	@tools/build-collector.sh compile $* builder-config.yaml $@
+
+# This host's, at the path make run, the tests and the docs use.
+$(COLLECTOR): $(BIN)/linux_$(HOST_ARCH)/otelcol-processctx
 	@# A rename, not a copy over: a running collector keeps its binary.
-	cp _build/otelcol-processctx $(COLLECTOR).new && mv -f $(COLLECTOR).new $(COLLECTOR)
+	cp $< $@.new && mv -f $@.new $@
 
 # The OCI image: the static collector, the image's default config and the
 # build host's journalctl with its libraries (for the journald receiver),

@@ -69,17 +69,17 @@ out=$work/out
 mkdir -p "$out"
 start=$(date +%s)
 
-# ocb generates the distribution's sources from builder-config.yaml into its
-# output_path (and builds it for this host, as make build does); each
-# architecture is then built from those sources as ocb builds them: static
-# (CGO_ENABLED=0), -trimpath, stripped.
-"$MAKE" --no-print-directory bin/$name
-gen=$(sed -n 's/^[[:space:]]*output_path:[[:space:]]*//p' builder-config.yaml | head -n 1)
+# The collector of each architecture is the Makefile's one build of it
+# (bin/linux_<arch>/, from ocb's generated sources: static, -trimpath,
+# stripped), which the kernel matrix's guests carry too.
+echo "release: building for ${arches[*]/#/linux/} ($(($(date +%s) - start)) s)"
+collectors=()
+for arch in "${arches[@]}"; do collectors+=("bin/linux_$arch/$name"); done
+"$MAKE" --no-print-directory "${collectors[@]}"
 for arch in "${arches[@]}"; do
 	dir=$work/${name}_${VERSION}_linux_$arch
 	mkdir -p "$dir"
-	echo "release: building for linux/$arch ($(($(date +%s) - start)) s)"
-	(cd "$gen" && CGO_ENABLED=0 GOOS=linux GOARCH=$arch "$GO" build -trimpath -ldflags='-s -w' -o "$dir/$name" .)
+	cp "bin/linux_$arch/$name" "$dir/$name"
 	for tool in ctxdump ctxpublisher; do
 		CGO_ENABLED=0 GOOS=linux GOARCH=$arch "$GO" build -trimpath -ldflags='-s -w' -o "$dir/$tool" ./cmd/$tool
 	done
