@@ -23,17 +23,21 @@
 #     removes untagged ones, even a list's.
 #   - While a list is stored, `podman images` fails ("fetching target
 #     platform image selected from image index") if the store also holds an
-#     image without layers (podman#19757; fixed in containers/common
-#     v0.56, podman 4.7), such as what `podman build --layers` leaves for
+#     image without layers (podman#19757; fixed by containers/common#1651,
+#     in podman 4.8), such as what `podman build --layers` leaves for
 #     a Containerfile's instructions before its first COPY: these images
 #     are built with --layers=false, which leaves none.
 #
-# Environment: IMAGE, VERSION, REVISION (make image sets them).
+# Environment: IMAGE, VERSION, REVISION (make image sets them; REVISION
+# may be empty).
 #
 # usage: tools/build-image.sh ARCH...
 set -euo pipefail
 cd "$(dirname "$0")/.."
-: "${IMAGE:?IMAGE is required}" "${VERSION:?VERSION is required}" "${REVISION:?REVISION is required}"
+: "${IMAGE:?IMAGE is required}" "${VERSION:?VERSION is required}"
+# The commit (empty outside a git work tree: the label says unknown then).
+revision=()
+[ -z "${REVISION:-}" ] || revision=(--build-arg REVISION="$REVISION")
 [ $# -gt 0 ] || {
 	echo "usage: $0 ARCH..." >&2
 	exit 2
@@ -55,7 +59,7 @@ ids() {
 }
 key=$(
 	{
-		printf '%s\n' "$IMAGE" "$VERSION" "$REVISION" "$*"
+		printf '%s\n' "$IMAGE" "$VERSION" "${REVISION:-}" "$*"
 		cat Containerfile tools/build-image.sh tools/stage-journalctl.sh deploy/container/config.yaml \
 			/etc/ssl/certs/ca-certificates.crt LICENSE LICENSES/*
 		for arch; do cat "bin/linux_$arch/otelcol-processctx"; done
@@ -92,7 +96,7 @@ for arch; do
 	# which would not tell the build arguments apart (a cached layer kept the
 	# revision of the build before).
 	podman build --quiet --layers=false --platform "linux/$arch" --tag "$IMAGE-$arch" \
-		--build-arg VERSION="$VERSION" --build-arg REVISION="$REVISION" \
+		--build-arg VERSION="$VERSION" "${revision[@]}" \
 		--file Containerfile "_image/$arch" >/dev/null
 	echo "image $IMAGE-$arch: $(podman image inspect --format '{{.Os}}/{{.Architecture}} {{.Digest}}' "$IMAGE-$arch")"
 done
@@ -115,5 +119,5 @@ for id in "${old[@]}"; do
 done
 if ! podman images --quiet >/dev/null 2>&1; then
 	echo "warning: podman images fails while the manifest list $IMAGE is stored: an image without" >&2
-	echo "layers is in the store (podman before 4.7, podman#19757); podman image prune removes the dangling ones" >&2
+	echo "layers is in the store (podman before 4.8, podman#19757); podman image prune removes the dangling ones" >&2
 fi
