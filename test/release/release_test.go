@@ -302,7 +302,7 @@ func readLayer(t *testing.T, path string, gzipped bool, files map[string][]byte,
 	if gzipped {
 		gz, err := gzip.NewReader(f)
 		require.NoError(t, err, "layer %s", path)
-		defer gz.Close()
+		defer func() { _ = gz.Close() }()
 		r = gz
 	}
 	tr := tar.NewReader(r)
