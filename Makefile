@@ -71,7 +71,7 @@ build: $(COLLECTOR) tools
 
 $(GENERATED): builder-config.yaml $(GO_SOURCES)
 	@$(INSTALL_BUILDER)
-	@tools/build-collector.sh generate $(BUILDER) builder-config.yaml
+	@tools/build-collector.sh -sources $(BUILDER) builder-config.yaml
 	@touch $@
 
 # The collector for linux/<arch>, the one build of it that the release's
@@ -80,7 +80,7 @@ $(GENERATED): builder-config.yaml $(GO_SOURCES)
 # (tools/build-collector.sh). A first build for an architecture compiles
 # about 1,200 packages (minutes); later ones reuse Go's cache.
 $(BIN)/linux_%/otelcol-processctx: $(GENERATED)
-	@tools/build-collector.sh compile $* builder-config.yaml $@
+	@tools/build-collector.sh -arch $* builder-config.yaml $@
 
 # This host's, at the path make run, the tests and the docs use.
 $(COLLECTOR): $(BIN)/linux_$(HOST_ARCH)/otelcol-processctx
