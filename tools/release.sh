@@ -112,9 +112,7 @@ done
 	printf '| file | sha256 |\n|---|---|\n'
 	while read -r sum file; do printf '| `%s` | `%s` |\n' "$file" "$sum"; done <"$out/SHA256SUMS"
 	printf '\nThe archives hold the collector (`otelcol-processctx`), `ctxdump` and\n'
-	printf '`ctxpublisher`, statically linked, for linux/amd64 and linux/arm64. On\n'
-	printf 'arm64 the eBPF program that reports publications at once is not built:\n'
-	printf 'publications are found by polling (docs/discovery.md).\n\n'
+	printf '`ctxpublisher`, statically linked, for linux/amd64 and linux/arm64.\n\n'
 	printf 'The image `%s`, for linux/amd64 and linux/arm64, is `%s`: an OCI\n' "$IMAGE" "$image_archive"
 	printf 'archive whose index names both. Push both to your registry with\n'
 	printf '`skopeo copy --all oci-archive:%s docker://<registry>/%s:%s`\n' "$image_archive" "$name" "$VERSION"

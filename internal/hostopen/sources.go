@@ -85,20 +85,33 @@ type publicationSource struct {
 const lostCheck = 500 * time.Millisecond
 
 // openPublicationEvents loads the eBPF source publication_events names
-// and says, for the start-up line, which runs. "auto" takes fexit alone,
-// the one source that costs the host's other processes nothing; "none"
-// returns no source and no error.
+// and says, for the start-up line, which runs. "auto" takes the sources
+// that cost the host's other syscalls nothing: fexit, else a kretprobe on
+// the same entry points (arm64 before Linux 6.4 has no trampolines for
+// them); "none" returns no source and no error.
 func openPublicationEvents(name string) (*publicationSource, string, error) {
 	if name == NoPublicationEvents {
 		return nil, "", nil
 	}
-	m := pubevents.Fexit
-	if name != AutoPublicationEvents {
-		var err error
-		if m, err = pubevents.ParseMechanism(name); err != nil {
-			return nil, "", err
+	if name == AutoPublicationEvents {
+		s, what, err := loadPublicationEvents(pubevents.Fexit)
+		if !errors.Is(err, pubevents.ErrUnsupported) {
+			return s, what, err
 		}
+		s, what, kerr := loadPublicationEvents(pubevents.Kprobe)
+		if kerr != nil {
+			return nil, "", fmt.Errorf("%w; %w", err, kerr)
+		}
+		return s, what, nil
 	}
+	m, err := pubevents.ParseMechanism(name)
+	if err != nil {
+		return nil, "", err
+	}
+	return loadPublicationEvents(m)
+}
+
+func loadPublicationEvents(m pubevents.Mechanism) (*publicationSource, string, error) {
 	w, err := pubevents.Load(pubevents.Options{Mechanism: m})
 	if err != nil {
 		return nil, "", err

@@ -32,6 +32,9 @@ const (
 	pubeventsProgOnMemfdCreate     = "on_memfd_create"
 	pubeventsProgOnMunmap          = "on_munmap"
 	pubeventsProgOnPrctl           = "on_prctl"
+	pubeventsProgOnRetMemfdCreate  = "on_ret_memfd_create"
+	pubeventsProgOnRetMunmap       = "on_ret_munmap"
+	pubeventsProgOnRetPrctl        = "on_ret_prctl"
 	pubeventsProgOnSysExit         = "on_sys_exit"
 )
 
@@ -83,6 +86,9 @@ type pubeventsProgramSpecs struct {
 	OnMemfdCreate     *ebpf.ProgramSpec `ebpf:"on_memfd_create"`
 	OnMunmap          *ebpf.ProgramSpec `ebpf:"on_munmap"`
 	OnPrctl           *ebpf.ProgramSpec `ebpf:"on_prctl"`
+	OnRetMemfdCreate  *ebpf.ProgramSpec `ebpf:"on_ret_memfd_create"`
+	OnRetMunmap       *ebpf.ProgramSpec `ebpf:"on_ret_munmap"`
+	OnRetPrctl        *ebpf.ProgramSpec `ebpf:"on_ret_prctl"`
 	OnSysExit         *ebpf.ProgramSpec `ebpf:"on_sys_exit"`
 }
 
@@ -150,6 +156,9 @@ type pubeventsPrograms struct {
 	OnMemfdCreate     *ebpf.Program `ebpf:"on_memfd_create"`
 	OnMunmap          *ebpf.Program `ebpf:"on_munmap"`
 	OnPrctl           *ebpf.Program `ebpf:"on_prctl"`
+	OnRetMemfdCreate  *ebpf.Program `ebpf:"on_ret_memfd_create"`
+	OnRetMunmap       *ebpf.Program `ebpf:"on_ret_munmap"`
+	OnRetPrctl        *ebpf.Program `ebpf:"on_ret_prctl"`
 	OnSysExit         *ebpf.Program `ebpf:"on_sys_exit"`
 }
 
@@ -161,6 +170,9 @@ func (p *pubeventsPrograms) Close() error {
 		p.OnMemfdCreate,
 		p.OnMunmap,
 		p.OnPrctl,
+		p.OnRetMemfdCreate,
+		p.OnRetMunmap,
+		p.OnRetPrctl,
 		p.OnSysExit,
 	)
 }

@@ -112,12 +112,19 @@ func TestReadRealPublishers(t *testing.T) {
 				assert.Greater(t, updated.PublishedAt, ctx.PublishedAt)
 				assert.Equal(t, resource.AsRaw(), updated.Resource.AsRaw())
 
-				// Unpublish: the mapping is gone.
+				// Unpublish: the mapping is gone. At the old address, nothing
+				// (no context), or another mapping the process made since,
+				// whose zeros read as an update in progress (the kernel may
+				// give the address out again at once: seen with the Go
+				// publisher on arm64's 16 KiB pages); the tracker looks in
+				// the maps after either.
 				p.Unpublish()
 				_, err = r.FindMapping(p.Pid)
 				require.ErrorIs(t, err, otep.ErrNoContext)
 				_, _, err = r.ReadIfChanged(p.Pid, addr, updated.PublishedAt)
-				require.ErrorIs(t, err, otep.ErrNoContext)
+				if !errors.Is(err, otep.ErrTorn) {
+					require.ErrorIs(t, err, otep.ErrNoContext)
+				}
 
 				// Publish again after unpublish, then exit: the process is gone.
 				again := p.Publish(serviceContext(t, "again"))

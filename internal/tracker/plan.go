@@ -131,11 +131,13 @@ func (pl planner) afterRead(p *proc, tr trigger, now int64) readPlan {
 		rp.retries++
 		rp.cause, rp.at = causeRetry, now+int64(minEventGap<<(2*rp.retries))
 	case o == OutcomeNoContext && !pl.pubEvents && rp.young < youngReads &&
-		(tr.read == causeYoung || tr.discovered && (pl.scanned || tr.newborn)):
+		(tr.read == causeYoung || tr.read == causeRetry || tr.discovered && (pl.scanned || tr.newborn)):
 		// A process met for the first time after the first scan, or a
 		// newborn one in it (it may be between fork and exec, showing its
 		// parent's image and environment), or one that exec'd: young, read
-		// again soon.
+		// again soon. Retries (an environment mid-exec, a first
+		// publication mid-update) come first, and the series goes on
+		// after them: a process met mid-exec is young too.
 		if tr.read == causeYoung {
 			rp.young++
 		}
@@ -316,16 +318,6 @@ func (pl planner) backoff(strikes uint8) time.Duration {
 		b = limit
 	}
 	return b
-}
-
-// pace reports whether what was last done at *last (0: never) may be
-// done again at now, at most once per every, and notes it done.
-func pace(last *int64, now int64, every time.Duration) bool {
-	if *last != 0 && now-*last < int64(every) {
-		return false
-	}
-	*last = now
-	return true
 }
 
 // recheckAt says when p, whose maps were just read without a context, is

@@ -253,16 +253,6 @@ func TestPlannerHost(t *testing.T) {
 		}
 	})
 
-	t.Run("paced: dropped events' and ScanSoon's scans, warnings, privileges", func(t *testing.T) {
-		every := cfg.RecheckInterval
-		var last int64
-		assert.True(t, pace(&last, now, every), "the first")
-		assert.Equal(t, now, last)
-		assert.False(t, pace(&last, now+int64(every)-1, every))
-		assert.Equal(t, now, last, "not done: not noted")
-		assert.True(t, pace(&last, now+int64(every), every))
-	})
-
 	t.Run("rechecks: while polling for contexts only", func(t *testing.T) {
 		p := &proc{sched: schedule{lookedAt: now}}
 		at, ok := polling.recheckAt(p)
