@@ -30,11 +30,19 @@ IMAGE     ?= $(REGISTRY)/otelcol-processctx:$(VERSION)
 # The commit the image is built from (its org.opencontainers.image.revision),
 # -dirty when the work tree differs from it.
 REVISION  ?= $(shell git rev-parse HEAD 2>/dev/null)$(shell test -n "$$(git status --porcelain 2>/dev/null)" && echo -dirty)
-# The collector binary the image carries (make release: its own build).
-IMAGE_COLLECTOR ?= $(COLLECTOR)
+# The architectures (GOARCH, all linux) the collector is built for by
+# bin/linux_<arch>/otelcol-processctx, which the image, the release and the
+# kernel matrix's guests use; bin/otelcol-processctx is this host's.
+ARCHES    := amd64 arm64
+HOST_ARCH := $(shell $(GO) env GOARCH)
+# ocb's generated sources of the distribution (builder-config.yaml's
+# output_path); the stamp marks a generation that finished.
+GENERATED := _build/.generated
 # Where make release writes (docs/contributing.md, "Releasing").
 RELEASE_DIR ?= _build/release/$(VERSION)
-GO_SOURCES := $(shell find . -name '*.go' -not -path './_build/*' -not -path './_build-custom/*') go.mod go.sum
+# What the collector is compiled from: the Go sources and the eBPF objects
+# they embed (not _build-custom, the own-collector doc test's ocb output).
+GO_SOURCES := $(shell find . \( -name '*.go' -o -name '*_bpfel.o' \) -not -path './_build/*' -not -path './_build-custom/*') go.mod go.sum
 
 # package:target pairs of every Go fuzz target
 FUZZ_TARGETS := \
@@ -57,45 +65,44 @@ METADATA  := $(shell find . -name metadata.yaml -not -path './tools/*' -not -pat
 
 all: build
 
-# The collector: ocb generates the distribution in _build/ and compiles it.
+# The collector: ocb generates the distribution's sources in _build/, and
+# Go compiles them for this host's architecture.
 build: $(COLLECTOR) tools
 
-$(COLLECTOR): builder-config.yaml $(GO_SOURCES)
+$(GENERATED): builder-config.yaml $(GO_SOURCES)
 	@$(INSTALL_BUILDER)
-	@tools/build-collector.sh $(BUILDER) builder-config.yaml
-	@mkdir -p $(BIN)
+	@tools/build-collector.sh -sources $(BUILDER) builder-config.yaml
+	@touch $@
+
+# The collector for linux/<arch>, the one build of it that the release's
+# archives, the image and the kernel matrix's guests carry: from ocb's
+# generated sources, static, -trimpath, stripped, as ocb builds it
+# (tools/build-collector.sh). A first build for an architecture compiles
+# about 1,200 packages (minutes); later ones reuse Go's cache.
+$(BIN)/linux_%/otelcol-processctx: $(GENERATED)
+	@tools/build-collector.sh -arch $* builder-config.yaml $@
+
+# This host's, at the path make run, the tests and the docs use.
+$(COLLECTOR): $(BIN)/linux_$(HOST_ARCH)/otelcol-processctx
 	@# A rename, not a copy over: a running collector keeps its binary.
-	cp _build/otelcol-processctx $(COLLECTOR).new && mv -f $(COLLECTOR).new $(COLLECTOR)
+	cp $< $@.new && mv -f $@.new $@
 
-# The collector for one architecture (amd64, arm64) as a release ships
-# it: from ocb's generated sources, static, -trimpath, stripped. The
-# kernel matrix's guests run it.
-$(BIN)/linux_%/otelcol-processctx: $(COLLECTOR)
-	@mkdir -p $(@D)
-	cd _build && CGO_ENABLED=0 GOOS=linux GOARCH=$* $(GO) build -trimpath -ldflags='-s -w' -o $(CURDIR)/$@.new .
-	@mv -f $@.new $@
-
-# The OCI image: the static collector, the image's default config and the
-# build host's journalctl with its libraries (for the journald receiver),
-# from scratch, with podman (no registry needed), for this host's
-# architecture; the licenses in /licenses (journalctl's and its libraries'
-# in /usr/share/doc), the OCI labels in the Containerfile. The context is a
-# staging directory holding just what the Containerfile copies.
-image: $(COLLECTOR)
-	@rm -rf _image && mkdir -p _image/rootfs/licenses
-	cp $(IMAGE_COLLECTOR) _image/otelcol-processctx
-	cp deploy/container/config.yaml _image/
-	cp /etc/ssl/certs/ca-certificates.crt _image/
-	cp -r LICENSE LICENSES _image/rootfs/licenses/
-	tools/stage-journalctl.sh _image/rootfs
-	@# --no-cache: the labels take VERSION and REVISION from build arguments,
-	@# which podman's layer cache does not tell apart (a cached layer kept
-	@# the revision of the build before).
-	podman build --quiet --no-cache --tag $(IMAGE) --build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) --file Containerfile _image
+# The OCI image (Containerfile), for linux/amd64 and linux/arm64, from
+# this host with podman and no emulation (FROM scratch plus files): each
+# architecture's collector (bin/linux_<arch>/), journalctl with the
+# libraries it loads from Debian's packages of that architecture
+# (tools/stage-journalctl.sh), the image's default config and the build
+# host's CA bundle; the licenses in /licenses (journalctl's and its
+# libraries' in /usr/share/doc), the OCI labels in the Containerfile.
+# tools/build-image.sh tags each architecture's image IMAGE-<arch> and
+# leaves a manifest list naming both at IMAGE, which podman runs as this
+# host's.
+image: $(foreach arch,$(ARCHES),$(BIN)/linux_$(arch)/otelcol-processctx)
+	@IMAGE="$(IMAGE)" VERSION="$(VERSION)" REVISION="$(REVISION)" tools/build-image.sh $(ARCHES)
 
 # A release (docs/contributing.md, "Releasing"): the collector, ctxdump
 # and ctxpublisher for linux/amd64 and linux/arm64 in one archive each,
-# the image tagged IMAGE and saved as an OCI archive, SHA256SUMS and the
+# the image (both architectures) at IMAGE and saved as an OCI archive, SHA256SUMS and the
 # release notes from CHANGELOG.md, in RELEASE_DIR. VERSION must be given, and be
 # builder-config.yaml's dist.version.
 release:
@@ -106,8 +113,8 @@ endif
 
 # The release test (test/release): make release into a temporary
 # directory, then its archives, checksums, binaries and image checked. It
-# builds the collector for two architectures: about 40 s with Go's build
-# cache warm for both, about 6 minutes when arm64's is cold (2 cores;
+# builds the collector for two architectures: about a minute with Go's
+# build cache warm for both, about 6 minutes when arm64's is cold (2 cores;
 # docs/contributing.md). Not part of test.
 release-test:
 	PROCESSCTX_RELEASE_TEST=1 $(GO) test -count=1 -run '^TestRelease$$' -timeout 40m -v ./test/release
