@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -171,16 +170,7 @@ receivers:
 	podmanOut(t, "run", "-d", "--rm", "--arch", arch, "--name", name, "--network", "host",
 		"--cap-drop", "all", "--cap-add", "SYS_PTRACE,DAC_READ_SEARCH,BPF,PERFMON", "--read-only",
 		"-v", "/proc:/hostfs/proc:ro", "-v", cfg+":/etc/otelcol/config.yaml:ro", image)
-	logs := func() string {
-		out, _ := exec.Command(podman(t), "logs", name).CombinedOutput()
-		return string(out)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("collector logs:\n%s", logs())
-		}
-		_ = exec.Command(podman(t), "rm", "-f", "-t", "2", name).Run()
-	})
+	logs := containerLogs(t, name)
 	pid := podmanOut(t, "inspect", "--format", "{{.State.Pid}}", name)
 	if runtime.GOARCH != arch {
 		// The container's process is qemu running the arm64 collector.
