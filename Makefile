@@ -30,11 +30,19 @@ IMAGE     ?= $(REGISTRY)/otelcol-processctx:$(VERSION)
 # The commit the image is built from (its org.opencontainers.image.revision),
 # -dirty when the work tree differs from it.
 REVISION  ?= $(shell git rev-parse HEAD 2>/dev/null)$(shell test -n "$$(git status --porcelain 2>/dev/null)" && echo -dirty)
-# The collector binary the image carries (make release: its own build).
-IMAGE_COLLECTOR ?= $(COLLECTOR)
+# The architectures (GOARCH, all linux) the collector is built for by
+# bin/linux_<arch>/otelcol-processctx, which the image, the release and the
+# kernel matrix's guests use; bin/otelcol-processctx is this host's.
+ARCHES    := amd64 arm64
+HOST_ARCH := $(shell $(GO) env GOARCH)
+# ocb's generated sources of the distribution (builder-config.yaml's
+# output_path); the stamp marks a generation that finished.
+GENERATED := _build/.generated
 # Where make release writes (docs/contributing.md, "Releasing").
 RELEASE_DIR ?= _build/release/$(VERSION)
-GO_SOURCES := $(shell find . -name '*.go' -not -path './_build/*') go.mod go.sum
+# What the collector is compiled from: the Go sources and the eBPF objects
+# they embed (not _build-custom, the own-collector doc test's ocb output).
+GO_SOURCES := $(shell find . \( -name '*.go' -o -name '*_bpfel.o' \) -not -path './_build/*' -not -path './_build-custom/*') go.mod go.sum
 
 # package:target pairs of every Go fuzz target
 FUZZ_TARGETS := \
@@ -57,37 +65,44 @@ METADATA  := $(shell find . -name metadata.yaml -not -path './tools/*' -not -pat
 
 all: build
 
-# The collector: ocb generates the distribution in _build/ and compiles it.
+# The collector: ocb generates the distribution's sources in _build/, and
+# Go compiles them for this host's architecture.
 build: $(COLLECTOR) tools
 
-$(COLLECTOR): builder-config.yaml $(GO_SOURCES)
+$(GENERATED): builder-config.yaml $(GO_SOURCES)
 	@$(INSTALL_BUILDER)
-	@tools/build-collector.sh $(BUILDER) builder-config.yaml
-	@mkdir -p $(BIN)
-	@# A rename, not a copy over: a running collector keeps its binary.
-	cp _build/otelcol-processctx $(COLLECTOR).new && mv -f $(COLLECTOR).new $(COLLECTOR)
+	@tools/build-collector.sh -sources $(BUILDER) builder-config.yaml
+	@touch $@
 
-# The OCI image: the static collector, the image's default config and the
-# build host's journalctl with its libraries (for the journald receiver),
-# from scratch, with podman (no registry needed), for this host's
-# architecture; the licenses in /licenses (journalctl's and its libraries'
-# in /usr/share/doc), the OCI labels in the Containerfile. The context is a
-# staging directory holding just what the Containerfile copies.
-image: $(COLLECTOR)
-	@rm -rf _image && mkdir -p _image/rootfs/licenses
-	cp $(IMAGE_COLLECTOR) _image/otelcol-processctx
-	cp deploy/container/config.yaml _image/
-	cp /etc/ssl/certs/ca-certificates.crt _image/
-	cp -r LICENSE LICENSES _image/rootfs/licenses/
-	tools/stage-journalctl.sh _image/rootfs
-	@# --no-cache: the labels take VERSION and REVISION from build arguments,
-	@# which podman's layer cache does not tell apart (a cached layer kept
-	@# the revision of the build before).
-	podman build --quiet --no-cache --tag $(IMAGE) --build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) --file Containerfile _image
+# The collector for linux/<arch>, the one build of it that the release's
+# archives, the image and the kernel matrix's guests carry: from ocb's
+# generated sources, static, -trimpath, stripped, as ocb builds it
+# (tools/build-collector.sh). A first build for an architecture compiles
+# about 1,200 packages (minutes); later ones reuse Go's cache.
+$(BIN)/linux_%/otelcol-processctx: $(GENERATED)
+	@tools/build-collector.sh -arch $* builder-config.yaml $@
+
+# This host's, at the path make run, the tests and the docs use.
+$(COLLECTOR): $(BIN)/linux_$(HOST_ARCH)/otelcol-processctx
+	@# A rename, not a copy over: a running collector keeps its binary.
+	cp $< $@.new && mv -f $@.new $@
+
+# The OCI image (Containerfile), for linux/amd64 and linux/arm64, from
+# this host with podman and no emulation (FROM scratch plus files): each
+# architecture's collector (bin/linux_<arch>/), journalctl with the
+# libraries it loads from Debian's packages of that architecture
+# (tools/stage-journalctl.sh), the image's default config and the build
+# host's CA bundle; the licenses in /licenses (journalctl's and its
+# libraries' in /usr/share/doc), the OCI labels in the Containerfile.
+# tools/build-image.sh tags each architecture's image IMAGE-<arch> and
+# leaves a manifest list naming both at IMAGE, which podman runs as this
+# host's.
+image: $(foreach arch,$(ARCHES),$(BIN)/linux_$(arch)/otelcol-processctx)
+	@IMAGE="$(IMAGE)" VERSION="$(VERSION)" REVISION="$(REVISION)" tools/build-image.sh $(ARCHES)
 
 # A release (docs/contributing.md, "Releasing"): the collector, ctxdump
 # and ctxpublisher for linux/amd64 and linux/arm64 in one archive each,
-# the image tagged IMAGE and saved as an OCI archive, SHA256SUMS and the
+# the image (both architectures) at IMAGE and saved as an OCI archive, SHA256SUMS and the
 # release notes from CHANGELOG.md, in RELEASE_DIR. VERSION must be given, and be
 # builder-config.yaml's dist.version.
 release:
@@ -97,12 +112,18 @@ endif
 	@GO="$(GO)" MAKE="$(MAKE)" VERSION="$(VERSION)" IMAGE="$(IMAGE)" RELEASE_DIR="$(RELEASE_DIR)" tools/release.sh
 
 # The release test (test/release): make release into a temporary
-# directory, then its archives, checksums, binaries and image checked. It
-# builds the collector for two architectures: about 40 s with Go's build
-# cache warm for both, about 6 minutes when arm64's is cold (2 cores;
-# docs/contributing.md). Not part of test.
+# directory, then its archives, checksums, binaries and image checked,
+# then the kernel matrix with the release's collectors, the arm64 guests'
+# whole plan included. It builds the collector for two architectures:
+# about a minute with Go's build cache warm for both, about 6 minutes when
+# arm64's is cold (2 cores; docs/contributing.md), then about 10 minutes of
+# guests. Not part of test.
 release-test:
 	PROCESSCTX_RELEASE_TEST=1 $(GO) test -count=1 -run '^TestRelease$$' -timeout 40m -v ./test/release
+	@# The release's collectors (bin/linux_<arch>, what its archives carry)
+	@# on every kernel of the matrix, the arm64 guests' whole plan included
+	@# (CI runs a short one there).
+	@$(MAKE) --no-print-directory kernel-test KERNEL_ARM64_PLAN=
 
 # The value of a variable, for tests that need what the Makefile says
 # (make -s print-IMAGE).
@@ -153,14 +174,15 @@ fuzz:
 # entity events, an event not there within its bound, ...): a benchmark
 # failing its own check fails make test. The figures of so short a run mean
 # nothing. The long ones run shorter: BenchmarkStorm 5 s instead of 30 s,
-# BenchmarkHostCost one round of 1,000,000 syscalls instead of five of
-# 10,000,000, BenchmarkCollector hosts of 40 and 200 processes with windows
-# of seconds instead of 400 and 4,000 with minutes (about 40 s: it checks
-# what it did, not its figures; its profiles and their pictures are kept
-# in _build/bench-check/profiles), BenchmarkAtRest seconds instead of a
-# minute and a half; none changes what they check. About 4 minutes.
+# BenchmarkHostCost one round of 1,000,000 syscalls and 100,000 munmaps
+# instead of five of 10,000,000 and 1,000,000, BenchmarkCollector hosts of
+# 40 and 200 processes with windows of seconds instead of 400 and 4,000
+# with minutes (about 40 s: it checks what it did, not its figures; its
+# profiles and their pictures are kept in _build/bench-check/profiles),
+# BenchmarkAtRest seconds instead of a minute and a half; none changes
+# what they check. About 4 minutes.
 bench-check: build
-	STORM_SECONDS=5 HOSTCOST_ROUNDS=1 HOSTCOST_SYSCALLS=1000000 \
+	STORM_SECONDS=5 HOSTCOST_ROUNDS=1 HOSTCOST_SYSCALLS=1000000 HOSTCOST_MUNMAPS=100000 \
 	COLLECTORBENCH_SIZES=40,200 COLLECTORBENCH_YOUNG=4s COLLECTORBENCH_STEADY=2s COLLECTORBENCH_CHURN=2s COLLECTORBENCH_BRIEF=2s \
 	COLLECTORBENCH_PROFILES=$(CURDIR)/_build/bench-check/profiles REST_SETTLE=3s REST_WINDOW=2s \
 	$(GO) test -p 1 -count=1 -run='^$$' -bench=. -benchtime=1x -timeout=20m ./...
@@ -201,15 +223,19 @@ flake:
 	@CGO_ENABLED=1 GO=$(GO) tools/flake.sh -count $(FLAKE_COUNT) $(if $(FLAKE_RUN),-run '$(FLAKE_RUN)') $(FLAKE_PKGS)
 
 # The kernel matrix (docs/testing.md, "Kernel matrix"): stock Debian
-# kernels booted in qemu (TCG), the kernel-facing tests and the built
-# collector at its defaults inside each; installs qemu and busybox when
-# missing. KERNELS selects kernels by name (default: all of
-# test/kernel/run.sh's matrix); downloads are cached in KERNEL_CACHE.
-# About 5 minutes (4 kernels, KERNEL_JOBS=2 booted at once, 2 cores).
+# kernels, x86-64 and arm64, booted in qemu (TCG), the kernel-facing tests
+# and the release's collector (bin/linux_<arch>) at its defaults inside
+# each; installs qemu and the cross compiler when missing. KERNELS selects
+# kernels by name (default: all of test/kernel/run.sh's matrix);
+# KERNEL_ARM64_PLAN=short runs only the reader's tests and the collector's
+# in the arm64 guests (CI; the whole plan otherwise); downloads are cached
+# in KERNEL_CACHE. About 10 minutes (7 kernels, KERNEL_JOBS=2 booted at
+# once, 2 cores).
 KERNELS      ?=
 KERNEL_CACHE ?= $(HOME)/.cache/processctx-kernels
+KERNEL_ARM64_PLAN ?=
 kernel-test: $(COLLECTOR)
-	GO=$(GO) KERNELS="$(KERNELS)" KERNEL_CACHE="$(KERNEL_CACHE)" test/kernel/run.sh
+	GO=$(GO) KERNELS="$(KERNELS)" KERNEL_CACHE="$(KERNEL_CACHE)" KERNEL_ARM64_PLAN="$(KERNEL_ARM64_PLAN)" test/kernel/run.sh
 
 # Generated metadata, telemetry, component and package tests, documentation
 # (mdatagen, built from tools/mdatagen-src when missing or changed).

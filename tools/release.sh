@@ -10,12 +10,14 @@
 #   otelcol-processctx_<v>_linux_amd64.tar.gz   the collector, ctxdump and
 #   otelcol-processctx_<v>_linux_arm64.tar.gz   ctxpublisher (static), the
 #                                               licenses, README, CHANGELOG
-#   otelcol-processctx_<v>_image_linux_<a>.tar  the image IMAGE (OCI archive),
-#                                               for this host's architecture
+#   otelcol-processctx_<v>_image.tar            the image IMAGE: an OCI archive
+#                                               whose index names linux/amd64
+#                                               and linux/arm64
 #   SHA256SUMS                                  of the three (sha256sum -c)
 #   RELEASE_NOTES.md                            CHANGELOG.md's section for <v>
 #
-# and leaves the image tagged IMAGE in podman's store. All or nothing: the
+# and leaves the image in podman's store (make image: the manifest list
+# IMAGE, each architecture's image at IMAGE-<arch>). All or nothing: the
 # files are built aside and moved into RELEASE_DIR at the end.
 #
 # Environment (make release sets it): VERSION, IMAGE, RELEASE_DIR, GO, MAKE;
@@ -57,11 +59,6 @@ if [ -d "$RELEASE_DIR" ] && [ -n "$(ls -A "$RELEASE_DIR")" ]; then
 	fail "$RELEASE_DIR is not empty: remove it, or name another RELEASE_DIR."
 fi
 command -v podman >/dev/null || fail "podman is needed for the image (apt-get install podman; see .ci/run)"
-case $(uname -m) in
-x86_64) host=amd64 ;;
-aarch64) host=arm64 ;;
-*) fail "the image is built for this host's architecture, $(uname -m), which a release does not build" ;;
-esac
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/$name-release.XXXXXX")
 trap 'rm -rf "$work"' EXIT
@@ -69,29 +66,30 @@ out=$work/out
 mkdir -p "$out"
 start=$(date +%s)
 
-# ocb generates the distribution's sources from builder-config.yaml into its
-# output_path (and builds it for this host, as make build does); each
-# architecture is then built from those sources as ocb builds them: static
-# (CGO_ENABLED=0), -trimpath, stripped.
-"$MAKE" --no-print-directory bin/$name
-gen=$(sed -n 's/^[[:space:]]*output_path:[[:space:]]*//p' builder-config.yaml | head -n 1)
+# The collector of each architecture is the Makefile's one build of it
+# (bin/linux_<arch>/, from ocb's generated sources: static, -trimpath,
+# stripped), which the image and the kernel matrix's guests carry too.
+echo "release: building for ${arches[*]/#/linux/} ($(($(date +%s) - start)) s)"
+collectors=()
+for arch in "${arches[@]}"; do collectors+=("bin/linux_$arch/$name"); done
+"$MAKE" --no-print-directory "${collectors[@]}"
 for arch in "${arches[@]}"; do
 	dir=$work/${name}_${VERSION}_linux_$arch
 	mkdir -p "$dir"
-	echo "release: building for linux/$arch ($(($(date +%s) - start)) s)"
-	(cd "$gen" && CGO_ENABLED=0 GOOS=linux GOARCH=$arch "$GO" build -trimpath -ldflags='-s -w' -o "$dir/$name" .)
+	cp "bin/linux_$arch/$name" "$dir/$name"
 	for tool in ctxdump ctxpublisher; do
 		CGO_ENABLED=0 GOOS=linux GOARCH=$arch "$GO" build -trimpath -ldflags='-s -w' -o "$dir/$tool" ./cmd/$tool
 	done
 	cp -r LICENSE LICENSES README.md CHANGELOG.md "$dir/"
 done
 
-# The image, with this host's architecture's collector of the release.
+# The image of every architecture, with the same collectors; its OCI
+# archive holds the manifest list as an OCI index (named IMAGE) and each
+# architecture's image.
 echo "release: building the image $IMAGE ($(($(date +%s) - start)) s)"
-"$MAKE" --no-print-directory image IMAGE="$IMAGE" VERSION="$VERSION" REVISION="$revision" \
-	IMAGE_COLLECTOR="$work/${name}_${VERSION}_linux_$host/$name"
-image_archive=${name}_${VERSION}_image_linux_$host.tar
-podman save --quiet --format oci-archive --output "$out/$image_archive" "$IMAGE"
+"$MAKE" --no-print-directory image IMAGE="$IMAGE" VERSION="$VERSION" REVISION="$revision"
+image_archive=${name}_${VERSION}_image.tar
+podman manifest push --quiet --all --format oci "$IMAGE" "oci-archive:$out/$image_archive:$IMAGE"
 
 # Archives that do not depend on when or by whom they were made.
 epoch=$(git log -1 --format=%ct)
@@ -114,15 +112,16 @@ done
 	printf '| file | sha256 |\n|---|---|\n'
 	while read -r sum file; do printf '| `%s` | `%s` |\n' "$file" "$sum"; done <"$out/SHA256SUMS"
 	printf '\nThe archives hold the collector (`otelcol-processctx`), `ctxdump` and\n'
-	printf '`ctxpublisher`, statically linked, for linux/amd64 and linux/arm64. On\n'
-	printf 'arm64 the eBPF program that reports publications at once is not built:\n'
-	printf 'publications are found by polling (docs/discovery.md).\n\n'
-	printf 'The image `%s` (linux/%s) is `%s`:\n`podman load -i %s`, then push it to your registry\n' "$IMAGE" "$host" "$image_archive" "$image_archive"
-	printf '(deploy/helm/values.yaml `image.repository`, deploy/kubernetes/kustomization.yaml `images`).\n'
+	printf '`ctxpublisher`, statically linked, for linux/amd64 and linux/arm64.\n\n'
+	printf 'The image `%s`, for linux/amd64 and linux/arm64, is `%s`: an OCI\n' "$IMAGE" "$image_archive"
+	printf 'archive whose index names both. Push both to your registry with\n'
+	printf '`skopeo copy --all oci-archive:%s docker://<registry>/%s:%s`\n' "$image_archive" "$name" "$VERSION"
+	printf '(deploy/helm/values.yaml `image.repository`, deploy/kubernetes/kustomization.yaml `images`);\n'
+	printf '`podman load -i %s` loads the image of this host'"'"'s architecture.\n' "$image_archive"
 } >"$out/RELEASE_NOTES.md"
 
 mkdir -p "$RELEASE_DIR"
 mv "$out"/* "$RELEASE_DIR/"
 echo "release: $name $VERSION in $RELEASE_DIR, image $IMAGE ($(($(date +%s) - start)) s):"
 ls -l "$RELEASE_DIR"
-echo "Next: git tag -a v$VERSION -m '$name $VERSION' $revision; podman push $IMAGE; publish $RELEASE_DIR."
+echo "Next: git tag -a v$VERSION -m '$name $VERSION' $revision; podman manifest push --all $IMAGE docker://$IMAGE (both architectures); publish $RELEASE_DIR."

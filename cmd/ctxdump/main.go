@@ -22,6 +22,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -158,6 +159,9 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 	if err != nil || o.help {
 		return err
 	}
+	if err := exists(o); err != nil {
+		return err
+	}
 	tr, err := open(o, errOut)
 	if err != nil {
 		return err
@@ -265,15 +269,32 @@ func list(tr *tracker.Tracker, o options, out, errOut io.Writer) error {
 	}
 	if o.json {
 		err = printJSON(out, pubs, failures)
-	} else if err = printTable(out, pubs); err == nil {
-		err = printFailures(out, failures)
+	} else if err = printTable(out, pubs, o.pid == 0); err == nil {
+		err = printFailures(out, failures, len(pubs) > 0 || o.pid == 0)
 	}
 	if err != nil {
 		return err
 	}
 	if o.pid != 0 && len(pubs) == 0 && len(failures) == 0 {
-		_, outcome := snap.Lookup(o.pid)
-		fmt.Fprintf(errOut, "ctxdump: pid %d publishes no context and names no service in its environment (%s)\n", o.pid, outcome)
+		if _, outcome := snap.Lookup(o.pid); outcome == tracker.AnswerGone {
+			return fmt.Errorf("pid %d: no such process (it exited)", o.pid)
+		}
+		fmt.Fprintf(errOut, "ctxdump: pid %d publishes no context and names no service in its environment\n", o.pid)
+	}
+	return nil
+}
+
+// exists fails when -pid names no process of the host.
+func exists(o options) error {
+	if o.pid == 0 {
+		return nil
+	}
+	fs, err := procfs.NewFS(o.root)
+	if err != nil {
+		return fmt.Errorf("root %q: %w", o.root, err)
+	}
+	if _, err := os.Stat(filepath.Join(fs.ProcDir(), strconv.Itoa(o.pid))); errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("pid %d: no such process", o.pid)
 	}
 	return nil
 }
@@ -355,9 +376,13 @@ func printJSON(out io.Writer, pubs []*tracker.Publication, failures []failure) e
 	return nil
 }
 
-func printTable(out io.Writer, pubs []*tracker.Publication) error {
+// printTable prints the publications; all says the host's were asked
+// for, which none is news of (list says so of one pid).
+func printTable(out io.Writer, pubs []*tracker.Publication, all bool) error {
 	if len(pubs) == 0 {
-		fmt.Fprintln(out, "No process publishes a context or names its service in its environment.")
+		if all {
+			fmt.Fprintln(out, "No process publishes a context or names its service in its environment.")
+		}
 		return nil
 	}
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
@@ -368,13 +393,16 @@ func printTable(out io.Writer, pubs []*tracker.Publication) error {
 	return w.Flush()
 }
 
-// printFailures prints the processes that cannot be read; a reason the
-// row above gives already is not repeated.
-func printFailures(out io.Writer, failures []failure) error {
+// printFailures prints the processes that cannot be read, after a blank
+// line when below the table (below); a reason the row above gives already
+// is not repeated.
+func printFailures(out io.Writer, failures []failure, below bool) error {
 	if len(failures) == 0 {
 		return nil
 	}
-	fmt.Fprintln(out)
+	if below {
+		fmt.Fprintln(out)
+	}
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "PID\tEXECUTABLE\tOUTCOME\tWHY")
 	for i, f := range failures {

@@ -132,17 +132,35 @@ func TestWatchTableLinesUp(t *testing.T) {
 	}
 }
 
-func TestUnknownPid(t *testing.T) {
+// -pid of a process that publishes nothing says so of that process, not
+// of the host.
+func TestPidWithoutContext(t *testing.T) {
 	var out, errOut bytes.Buffer
-	require.NoError(t, run(context.Background(), []string{"-pid", strconv.Itoa(os.Getpid())}, &out, &errOut))
-	assert.Contains(t, out.String(), "No process publishes a context or names its service in its environment.")
-	assert.Contains(t, errOut.String(), "publishes no context and names no service in its environment (no_context)")
+	self := strconv.Itoa(os.Getpid())
+	require.NoError(t, run(context.Background(), []string{"-pid", self}, &out, &errOut))
+	assert.Empty(t, out.String())
+	assert.Equal(t, "ctxdump: pid "+self+" publishes no context and names no service in its environment\n", errOut.String())
 
 	out.Reset()
 	errOut.Reset()
-	require.NoError(t, run(context.Background(), []string{"-json", "-pid", strconv.Itoa(os.Getpid())}, &out, &errOut))
+	require.NoError(t, run(context.Background(), []string{"-json", "-pid", self}, &out, &errOut))
 	assert.Empty(t, out.String())
-	assert.Contains(t, errOut.String(), "publishes no context and names no service in its environment (no_context)")
+	assert.Contains(t, errOut.String(), "publishes no context and names no service in its environment")
+}
+
+// -pid of no process fails, saying so, and exits 1.
+func TestNoSuchPid(t *testing.T) {
+	raw, err := os.ReadFile("/proc/sys/kernel/pid_max")
+	require.NoError(t, err)
+	pidMax, err := strconv.Atoi(strings.TrimSpace(string(raw)))
+	require.NoError(t, err)
+	missing := strconv.Itoa(pidMax + 1) // never a pid
+	for _, args := range [][]string{{"-pid", missing}, {"-json", "-pid", missing}} {
+		code, stdout, stderr := runMain(t, 0, args...)
+		assert.Equal(t, 1, code)
+		assert.Empty(t, stdout)
+		assert.Equal(t, "ctxdump: pid "+missing+": no such process\n", stderr)
+	}
 }
 
 func TestWatchTable(t *testing.T) {

@@ -39,6 +39,19 @@ import (
 	"github.com/processctx/otelcol-processctx/internal/publisher"
 )
 
+// description is what -h says first.
+const description = `ctxpublisher publishes an OpenTelemetry process context (OTEP 4719) from
+its own process, as an SDK that supports it does: a mapping named OTEL_CTX
+holding service.name, a service.instance.id and the -attr pairs. It is a
+demo and test tool: start it, then see the collector (make run) or ctxdump
+report it, and send telemetry with its pid to see it enriched. It runs
+until interrupted (Ctrl-C).
+
+Usage: ctxpublisher [-service-name NAME] [-attr key=value]... [-update-every 30s]
+
+Flags:
+`
+
 type attrFlags []string
 
 func (a *attrFlags) String() string     { return strings.Join(*a, ",") }
@@ -54,6 +67,10 @@ func main() {
 		attrs       attrFlags
 	)
 	flag.Var(&attrs, "attr", "extra resource attribute key=value (repeatable, demo mode)")
+	flag.Usage = func() {
+		fmt.Fprint(flag.CommandLine.Output(), description)
+		flag.PrintDefaults()
+	}
 	flag.Parse()
 
 	opts := publisher.Options{Anonymous: *anonymous}

@@ -9,6 +9,11 @@
 // fail to start with. A component's own Validate sees only its own
 // section; a converter sees the whole configuration.
 //
+// It also warns, at start, of a journald or file_log receiver of the
+// pipelines whose source has nothing to read on this host (no journal, no
+// file matching include), which would otherwise read nothing without a
+// word (sources.go).
+//
 // Add it to an ocb manifest under converters (builder-config.yaml does);
 // without it the same configuration is refused at start.
 package processctxconverter
@@ -17,18 +22,29 @@ import (
 	"context"
 
 	"go.opentelemetry.io/collector/confmap"
+	"go.uber.org/zap"
 
 	"github.com/processctx/otelcol-processctx/internal/sharedtracker"
 )
 
 // NewFactory returns the converter's factory.
 func NewFactory() confmap.ConverterFactory {
-	return confmap.NewConverterFactory(func(confmap.ConverterSettings) confmap.Converter { return converter{} })
+	return confmap.NewConverterFactory(func(set confmap.ConverterSettings) confmap.Converter {
+		if set.Logger == nil {
+			set.Logger = zap.NewNop()
+		}
+		return converter{logger: set.Logger}
+	})
 }
 
-// converter changes nothing: it checks.
-type converter struct{}
+// converter changes nothing: it checks, and warns.
+type converter struct{ logger *zap.Logger }
 
-func (converter) Convert(_ context.Context, conf *confmap.Conf) error {
-	return sharedtracker.CheckConfig(conf.ToStringMap())
+func (c converter) Convert(_ context.Context, conf *confmap.Conf) error {
+	cfg := conf.ToStringMap()
+	if err := sharedtracker.CheckConfig(cfg); err != nil {
+		return err
+	}
+	warnEmptySources(cfg, c.logger)
+	return nil
 }

@@ -36,17 +36,18 @@ func createDefaultConfig() *Config {
 }
 
 // Unmarshal reads the extension's section; a value of the wrong type is
-// said by its key and the kind of value wanted.
+// Validate's to say, by its key and the kind of value wanted.
 func (c *Config) Unmarshal(conf *confmap.Conf) error {
-	return configkeys.Decode(conf, (*sharedtracker.Settings)(c))
+	return configkeys.Decode(conf, (*sharedtracker.Settings)(c), &c.Leftovers)
 }
 
-// Validate reports the keys that are no setting (by name, with the one
-// most likely meant) and what the tracker refuses: every setting that is
+// Validate reports the values of the wrong type, the keys that are no
+// setting (by name, with the one most likely meant) and what the tracker
+// refuses: every setting that is
 // not usable, and a root_path without the host's procfs, with the error
 // start would fail with.
 func (c *Config) Validate() error {
-	return errors.Join(configkeys.Unknown(c, c.Unknown), hostopen.Validate(c.tracker()))
+	return errors.Join(c.Err(c), hostopen.Validate(c.tracker()))
 }
 
 // tracker returns the configuration of the tracker hostopen.Open opens:

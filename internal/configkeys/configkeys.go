@@ -2,16 +2,17 @@
 // SPDX-License-Identifier: Apache-2.0
 
 // Package configkeys makes the errors of a component's configuration name
-// its keys, never a Go type. Keys that are none of its settings: the
-// component's Config collects them in a field tagged
-// `mapstructure:",remain"` and its Validate returns Unknown's error, which
-// the collector prefixes with the component's path
-// (extensions::process_context: unknown key "collection_intervl" (did you
-// mean "collection_interval"?)); left to mapstructure, the error would
-// name the Go type that did not take them ('tracker.Config' has invalid
-// keys). Values of the wrong type: the Config's Unmarshal calls Decode
-// ('discovery' expected a string, got a list, where mapstructure says
-// 'hostopen.Discovery').
+// its keys, never a Go type, and say them through the component's
+// Validate, which the collector prefixes with the component's path. A
+// component's Config embeds Leftovers (`mapstructure:",squash"`), its
+// Unmarshal calls Decode, and its Validate returns Leftovers.Err: keys
+// that are no setting (extensions::process_context: unknown key
+// "collection_intervl" (did you mean "collection_interval"?)), where
+// mapstructure would name the Go type that did not take them
+// ('tracker.Config' has invalid keys), and values of the wrong type
+// (extensions::process_context: collection_interval: expected a duration
+// such as 5s, got "fast"), where mapstructure would say it under three
+// lines of "decoding failed".
 package configkeys
 
 import (

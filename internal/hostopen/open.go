@@ -50,7 +50,9 @@ func DefaultConfig() Config {
 
 // PublicationEvents values besides the pubevents mechanisms' names.
 const (
-	// AutoPublicationEvents: fexit where the kernel allows it, else none.
+	// AutoPublicationEvents: fexit where the kernel allows it, else
+	// kprobe, else none: the sources that cost the host's other syscalls
+	// nothing.
 	AutoPublicationEvents = "auto"
 	// NoPublicationEvents: no eBPF program.
 	NoPublicationEvents = "none"
@@ -87,8 +89,8 @@ func (c *Config) check() error {
 	}
 	if c.PublicationEvents != AutoPublicationEvents && c.PublicationEvents != NoPublicationEvents {
 		if _, err := pubevents.ParseMechanism(c.PublicationEvents); err != nil {
-			errs = append(errs, fmt.Errorf("publication_events must be %q, %q, %q, %q or %q, got %q", AutoPublicationEvents,
-				pubevents.Fexit, pubevents.SyscallTracepoints, pubevents.RawSysExit, NoPublicationEvents, c.PublicationEvents))
+			errs = append(errs, fmt.Errorf("publication_events must be %q, %q, %q, %q, %q or %q, got %q", AutoPublicationEvents,
+				pubevents.Fexit, pubevents.Kprobe, pubevents.SyscallTracepoints, pubevents.RawSysExit, NoPublicationEvents, c.PublicationEvents))
 		}
 	}
 	return errors.Join(errs...)
@@ -130,7 +132,7 @@ func Open(cfg Config, logger *zap.Logger, opts ...tracker.Option) (*tracker.Trac
 	if pids, err := host.ListPids(); err == nil {
 		processes = len(pids)
 	}
-	sources, err := openSources(cfg, hostPids, processes, logger)
+	sources, err := openSources(cfg, fs, hostPids, processes, logger)
 	if err != nil {
 		return nil, err
 	}
@@ -174,7 +176,7 @@ func openRoot(cfg Config) (fs *procfs.FS, notHost, err error) {
 // processes visible) and, when a source the configuration asks for could
 // not be opened, a second one naming what to change, with the
 // documentation of the trade-off (the kernel's errors at debug level).
-func openSources(cfg Config, hostPids bool, processes int, logger *zap.Logger) ([]tracker.EventSource, error) {
+func openSources(cfg Config, fs *procfs.FS, hostPids bool, processes int, logger *zap.Logger) ([]tracker.EventSource, error) {
 	visible := zap.Int("processes", processes)
 	interval := zap.Duration("collection_interval", cfg.CollectionInterval)
 	if cfg.Discovery == DiscoveryPoll {
@@ -217,7 +219,11 @@ func openSources(cfg Config, hostPids bool, processes int, logger *zap.Logger) (
 	if procErr != nil || pubErr != nil {
 		logger.Debug("Process discovery: event sources not opened", zap.NamedError("process_events", procErr), zap.NamedError("publication_events", pubErr))
 	}
-	if hint := missingHint(cfg, procErr, pubErr); hint != "" {
+	var foreign []string
+	if procErr != nil && hostPids {
+		foreign, _ = fs.ForeignNamespaces()
+	}
+	if hint := missingHint(cfg, procErr, pubErr, foreign); hint != "" {
 		logger.Info("Process discovery: " + hint + "; see " + discoveryDocs)
 	}
 	return sources, nil
@@ -246,7 +252,10 @@ var errNotHostPids = errors.New("the procfs is not the host's: the kernel's even
 // missingHint says, in a few words, what polls instead of each source that
 // could not be opened, why, and what to change; "" when nothing is
 // missing, or when Open's warning about a container's procfs says it.
-func missingHint(cfg Config, procErr, pubErr error) string {
+// foreign are the host's namespaces the collector does not run in
+// (procfs.FS.ForeignNamespaces): the proc connector's refusal is theirs
+// first, whatever else it lacks.
+func missingHint(cfg Config, procErr, pubErr error, foreign []string) string {
 	if errors.Is(procErr, errNotHostPids) {
 		return ""
 	}
@@ -258,8 +267,10 @@ func missingHint(cfg Config, procErr, pubErr error) string {
 			mechanism = pubevents.Fexit.String()
 		}
 		switch {
+		case errors.Is(pubErr, pubevents.ErrUnsupported) && cfg.PublicationEvents == AutoPublicationEvents:
+			why = "this kernel refuses fexit and has no kprobes; publication_events: syscall_tracepoints sees them at once at a cost to every syscall of the host"
 		case errors.Is(pubErr, pubevents.ErrUnsupported) && mechanism == pubevents.Fexit.String():
-			why = "this kernel refuses fexit; publication_events: syscall_tracepoints sees them at once at a cost to every syscall of the host"
+			why = "this kernel refuses fexit; publication_events: kprobe (auto tries it too) or syscall_tracepoints, at a cost to every syscall of the host, see them at once"
 		case errors.Is(pubErr, pubevents.ErrUnsupported):
 			why = fmt.Sprintf("this kernel cannot run publication_events: %s; try another", mechanism)
 		case errors.Is(pubErr, pubevents.ErrPermission):
@@ -272,16 +283,47 @@ func missingHint(cfg Config, procErr, pubErr error) string {
 	if procErr != nil {
 		var why string
 		switch {
+		case len(foreign) > 0:
+			why = namespacesHint(foreign)
+			if errors.Is(procErr, procevents.ErrPermission) {
+				why += ", with CAP_NET_ADMIN"
+			}
 		case errors.Is(procErr, procevents.ErrPermission):
-			why = "the collector lacks CAP_NET_ADMIN (kernels before 6.6 need it): grant it"
+			why = "the collector lacks CAP_NET_ADMIN, which the proc connector needs: grant it"
 		case errors.Is(procErr, procevents.ErrUnsupported):
-			why = "the proc connector needs the host's network and pid namespaces (Kubernetes: hostNetwork and hostPID)"
+			why = "the proc connector needs the host's user, network and pid namespaces (Kubernetes: hostNetwork and hostPID)"
 		default:
 			why = "the proc connector failed (its error is logged at debug level)"
 		}
 		parts = append(parts, fmt.Sprintf("exits are seen by scans (within collection_interval, %s): %s", cfg.CollectionInterval, why))
 	}
 	return strings.Join(parts, "; ")
+}
+
+// namespacesHint says which of the host's namespaces the proc connector
+// needs and the collector does not run in, and how to run it there.
+func namespacesHint(foreign []string) string {
+	var runtime, kubernetes []string
+	for _, ns := range foreign {
+		switch ns {
+		case "user":
+			runtime, kubernetes = append(runtime, "--userns host"), append(kubernetes, "hostUsers")
+		case "network":
+			runtime, kubernetes = append(runtime, "--network host"), append(kubernetes, "hostNetwork")
+		case "pid":
+			runtime, kubernetes = append(runtime, "--pid host"), append(kubernetes, "hostPID")
+		}
+	}
+	names := strings.Join(foreign, " and ")
+	if len(foreign) == 3 {
+		names = foreign[0] + ", " + foreign[1] + " and " + foreign[2]
+	}
+	noun := "namespace"
+	if len(foreign) > 1 {
+		noun += "s"
+	}
+	return fmt.Sprintf("the proc connector serves only the host's %s %s, and the collector runs in its own: run it in the host's (podman or docker: %s; Kubernetes: %s)",
+		names, noun, strings.Join(runtime, " "), strings.Join(kubernetes, ", "))
 }
 
 func wrapNonNil(what string, err error) error {

@@ -70,11 +70,11 @@ func TestConfigCheck(t *testing.T) {
 	def := DefaultConfig()
 	require.NoError(t, def.check())
 	bad := DefaultConfig()
-	bad.RootPath, bad.Discovery, bad.PublicationEvents, bad.Readers = "hostfs", "ebpf", "kprobes", 0
+	bad.RootPath, bad.Discovery, bad.PublicationEvents, bad.Readers = "hostfs", "ebpf", "sys_exit", 0
 	err := bad.check()
 	require.Error(t, err)
 	for _, want := range []string{`root_path must be an absolute path, got "hostfs"`, `discovery must be "auto", "events" or "poll", got "ebpf"`,
-		`publication_events must be "auto", "fexit", "syscall_tracepoints", "raw_sys_exit" or "none", got "kprobes"`, "readers must be between 1 and 64"} {
+		`publication_events must be "auto", "fexit", "kprobe", "syscall_tracepoints", "raw_sys_exit" or "none", got "sys_exit"`, "readers must be between 1 and 64"} {
 		assert.Contains(t, err.Error(), want)
 	}
 	_, err = Open(bad, zap.NewNop())

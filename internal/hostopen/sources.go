@@ -85,7 +85,7 @@ func kindOf[K ~uint8](kinds []tracker.EventKind, k K) tracker.EventKind {
 }
 
 // publicationSource delivers the eBPF program's events (publish, memfd,
-// unmap) and watches the unmapping of the publications it is told of.
+// and unmap where the mechanism reports it: unmapWatchingSource).
 type publicationSource struct {
 	w *pubevents.Watcher
 	// lost is the watcher's drop count last seen.
@@ -97,25 +97,42 @@ type publicationSource struct {
 const lostCheck = 500 * time.Millisecond
 
 // openPublicationEvents loads the eBPF source publication_events names
-// and says, for the start-up line, which runs. "auto" takes fexit alone,
-// the one source that costs the host's other processes nothing; "none"
-// returns no source and no error.
-func openPublicationEvents(name string) (*publicationSource, string, error) {
+// and says, for the start-up line, which runs. "auto" takes the sources
+// that cost the host's other syscalls nothing: fexit, else a kretprobe on
+// the same entry points (arm64 before Linux 6.4 has no trampolines for
+// them); "none" returns no source and no error.
+func openPublicationEvents(name string) (tracker.EventSource, string, error) {
 	if name == NoPublicationEvents {
 		return nil, "", nil
 	}
-	m := pubevents.Fexit
-	if name != AutoPublicationEvents {
-		var err error
-		if m, err = pubevents.ParseMechanism(name); err != nil {
-			return nil, "", err
+	if name == AutoPublicationEvents {
+		s, what, err := loadPublicationEvents(pubevents.Fexit)
+		if !errors.Is(err, pubevents.ErrUnsupported) {
+			return s, what, err
 		}
+		s, what, kerr := loadPublicationEvents(pubevents.Kprobe)
+		if kerr != nil {
+			return nil, "", fmt.Errorf("%w; %w", err, kerr)
+		}
+		return s, what, nil
 	}
+	m, err := pubevents.ParseMechanism(name)
+	if err != nil {
+		return nil, "", err
+	}
+	return loadPublicationEvents(m)
+}
+
+func loadPublicationEvents(m pubevents.Mechanism) (tracker.EventSource, string, error) {
 	w, err := pubevents.Load(pubevents.Options{Mechanism: m})
 	if err != nil {
 		return nil, "", err
 	}
-	return &publicationSource{w: w}, "eBPF " + m.String(), nil
+	s := &publicationSource{w: w}
+	if m.ReportsUnmaps() {
+		return unmapWatchingSource{s}, "eBPF " + m.String(), nil
+	}
+	return s, "eBPF " + m.String(), nil
 }
 
 func (s *publicationSource) Sources() tracker.Sources { return tracker.PublicationEvents }
@@ -150,8 +167,14 @@ func (s *publicationSource) Run(notify func(tracker.Event)) error {
 
 func (s *publicationSource) Close() error { return s.w.Close() }
 
-func (s *publicationSource) Track(pid int, addr, length uint64) error {
+// unmapWatchingSource is a publicationSource whose mechanism reports
+// unmaps: it watches the unmapping of the publications the tracker tells
+// it of (tracker.PublicationFilter). Without it, the tracker reads its
+// publishers at every scan.
+type unmapWatchingSource struct{ *publicationSource }
+
+func (s unmapWatchingSource) Track(pid int, addr, length uint64) error {
 	return s.w.Track(pid, addr, length)
 }
 
-func (s *publicationSource) Untrack(pid int) error { return s.w.Untrack(pid) }
+func (s unmapWatchingSource) Untrack(pid int) error { return s.w.Untrack(pid) }

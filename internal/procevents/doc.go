@@ -25,8 +25,12 @@
 // connector serves only the initial network namespace, and only accepts a
 // subscription from a process in the initial user and pid namespaces: in a
 // container it needs the host's network, pid and user namespaces
-// (hostNetwork and hostPID in Kubernetes). Before Linux 6.6 it also needs
-// CAP_NET_ADMIN; since 6.6 any user may listen. A listener without
+// (hostNetwork and hostPID in Kubernetes). It also needs CAP_NET_ADMIN
+// where the kernel refuses the binding without it, as Linux 6.18 does in
+// any namespace (TestWithoutNetAdmin says which a kernel does), and that
+// refusal comes first: in a container without it, the kernel answers
+// ErrPermission before it would say that the namespaces are not the
+// host's (internal/hostopen tells those apart). A listener without
 // CAP_NET_ADMIN cannot raise its socket buffer above net.core.rmem_max,
 // and so loses events in smaller bursts.
 //
@@ -36,8 +40,8 @@
 // errors.Is) with the OS error, when they have a kind:
 //
 //   - ErrPermission: the kernel refused the socket, its binding to the
-//     proc connector's group or the subscription (no CAP_NET_ADMIN before
-//     Linux 6.6; a seccomp or LSM policy).
+//     proc connector's group or the subscription (no CAP_NET_ADMIN; a
+//     seccomp or LSM policy).
 //   - ErrUnsupported: the proc connector is not there for this process:
 //     a kernel without CONFIG_CONNECTOR, a network namespace other than the
 //     initial one (the kernel refuses the subscription), or no answer to

@@ -163,7 +163,7 @@ func listen(receiveBuffer int) (*Listener, error) {
 			// the proc connector serves the initial user namespace only.
 			return nil, fmt.Errorf("bind proc connector (not in the initial user namespace): %w: %w", ErrUnsupported, err)
 		}
-		return nil, wrapOS("bind proc connector", "needs CAP_NET_ADMIN before Linux 6.6", err)
+		return nil, wrapOS("bind proc connector", "needs CAP_NET_ADMIN", err)
 	}
 	// Connected to the kernel (port 0), the socket refuses messages that
 	// other processes' sockets address to it: only the kernel's count.

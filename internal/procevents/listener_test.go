@@ -265,7 +265,8 @@ func TestForgedMessageRefused(t *testing.T) {
 }
 
 // TestWithoutNetAdmin: without CAP_NET_ADMIN, Listen either works fully
-// (Linux 6.6+ lets any user listen) or fails with ErrPermission.
+// (a kernel that lets any user listen) or fails with ErrPermission (6.18
+// does).
 func TestWithoutNetAdmin(t *testing.T) {
 	pubtest.RequireRoot(t)
 	self := pubtest.ExecutableCopy(t, os.Args[0], "procevents.test")

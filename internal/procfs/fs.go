@@ -100,6 +100,28 @@ func (fs *FS) CheckHost() error {
 	return fmt.Errorf("%s shows no kernel threads: it is the procfs of a container's pid namespace: %w", fs.proc, ErrNotHostProcfs)
 }
 
+// ForeignNamespaces returns which of the host's user, network and pid
+// namespaces the reader does not run in ("user", "network", "pid"), as
+// this procfs says: its own namespaces (self) against kthreadd's (pid 2,
+// always in the initial ones). ok is false when that cannot be told (a
+// procfs that is not the host's, or links the reader may not read).
+func (fs *FS) ForeignNamespaces() (foreign []string, ok bool) {
+	for _, ns := range [...]struct{ link, name string }{{"user", "user"}, {"net", "network"}, {"pid", "pid"}} {
+		own, err := os.Readlink(filepath.Join(fs.proc, "self", "ns", ns.link))
+		if err != nil {
+			return nil, false
+		}
+		host, err := os.Readlink(fs.Path(2, "ns/"+ns.link))
+		if err != nil {
+			return nil, false
+		}
+		if own != host {
+			foreign = append(foreign, ns.name)
+		}
+	}
+	return foreign, true
+}
+
 // Root returns the root path the FS was opened with.
 func (fs *FS) Root() string { return fs.root }
 

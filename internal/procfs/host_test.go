@@ -4,13 +4,17 @@
 package procfs
 
 import (
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/processctx/otelcol-processctx/internal/pubtest"
 )
 
 // hostRoot makes a root with a procfs (a link to this machine's) and the
@@ -62,4 +66,49 @@ func TestHostIdentityOfThisHost(t *testing.T) {
 	if id, err := os.ReadFile("/etc/machine-id"); err == nil && len(strings.TrimSpace(string(id))) > 0 {
 		assert.Equal(t, strings.TrimSpace(string(id)), h.ID)
 	}
+}
+
+// foreignHelperEnv makes TestForeignNamespacesHelper print what
+// ForeignNamespaces says in the namespaces it was started in.
+const foreignHelperEnv = "PROCFS_TEST_FOREIGN_NAMESPACES"
+
+// The collector tells the host's namespaces it does not run in from the
+// host's procfs: none on the host; in new network and pid namespaces (a
+// container's, with the host's /proc), those two.
+func TestForeignNamespaces(t *testing.T) {
+	fs, err := NewFS("/")
+	require.NoError(t, err)
+	foreign, ok := fs.ForeignNamespaces()
+	require.True(t, ok)
+	assert.Empty(t, foreign)
+
+	pubtest.RequireRoot(t)
+	for _, tt := range []struct {
+		flags []string
+		want  string
+	}{
+		{[]string{"--net"}, "network"},
+		{[]string{"--pid", "--fork"}, "pid"},
+		{[]string{"--net", "--pid", "--fork"}, "network,pid"},
+	} {
+		t.Run(strings.Join(tt.flags, " "), func(t *testing.T) {
+			args := append(append([]string{}, tt.flags...), "--", os.Args[0], "-test.run=^TestForeignNamespacesHelper$")
+			cmd := exec.Command("unshare", args...)
+			cmd.Env = append(os.Environ(), foreignHelperEnv+"=1")
+			out, err := cmd.CombinedOutput()
+			require.NoError(t, err, "%s", out)
+			assert.Contains(t, string(out), "foreign: "+tt.want+".")
+		})
+	}
+}
+
+func TestForeignNamespacesHelper(t *testing.T) {
+	if os.Getenv(foreignHelperEnv) == "" {
+		t.Skip("only runs as a helper process")
+	}
+	fs, err := NewFS("/")
+	require.NoError(t, err)
+	foreign, ok := fs.ForeignNamespaces()
+	require.True(t, ok)
+	fmt.Printf("foreign: %s.\n", strings.Join(foreign, ","))
 }

@@ -1,7 +1,7 @@
 // Copyright The otelcol-processctx Authors
 // SPDX-License-Identifier: Apache-2.0
 
-//go:build linux && amd64
+//go:build linux && (amd64 || arm64)
 
 package pubevents
 
@@ -22,10 +22,11 @@ func benchMechanisms(b *testing.B, f func(b *testing.B, w *Watcher)) {
 	}
 }
 
-// noMapping is page aligned and below vm.mmap_min_addr: nothing is ever
-// mapped there, so munmap of it takes the whole munmap path, finds no
-// mapping and succeeds, and the program runs its tracked-map lookup.
-const noMapping = 0x1000
+// noMapping is page aligned whatever the page size and below
+// vm.mmap_min_addr: nothing is ever mapped there, so munmap of it takes
+// the whole munmap path, finds no mapping and succeeds, and the program
+// runs its tracked-map lookup.
+const noMapping = 0
 
 // BenchmarkMunmapUntracked is the cost of one munmap of a process the
 // watcher does not track.

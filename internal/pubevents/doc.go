@@ -14,7 +14,7 @@
 //   - Memfd: a successful memfd_create("OTEL_CTX"): a publish is coming,
 //     the header is not written yet.
 //   - Unmap: a successful munmap overlapping the mapping registered for the
-//     process with Track.
+//     process with Track (not with Kprobe, which leaves munmap alone).
 //
 // Events are hints, not a record of state: they come from every process
 // of the host, any program may issue the same calls, and a publication can
@@ -22,7 +22,8 @@
 // keeps polling, only less often. PID is the pid in the initial pid
 // namespace, as a host /proc shows it, also for processes in containers.
 //
-// What is not reported: a process's exit or exec (no munmap is called),
+// What is not reported: unmaps with Kprobe (above), a process's exit or
+// exec (no munmap is called),
 // a context mapping replaced by mmap(MAP_FIXED) or moved by mremap,
 // syscalls of 32-bit processes, records dropped because the ring buffer
 // was full (counted by Lost), and a prctl whose name string is in a page
@@ -33,14 +34,17 @@
 //
 // # Mechanisms, by what they cost the host's other processes
 //
-// Fexit, the default, attaches one program to each of __x64_sys_prctl,
-// __x64_sys_memfd_create and __x64_sys_munmap: no other syscall pays
-// anything. It needs BPF trampolines. The development VM's kernel refuses
-// them with EPERM even to root, for every target (vfs_read as well) and
-// for BPF LSM programs too, and it refuses ftrace's function tracer the
-// same way (writing "function" to tracefs's current_tracer fails with
-// EPERM): that kernel does not let anything patch function entries, so
-// the refusal is the kernel's, not this program's.
+// Fexit, the default, attaches one program to each of the three syscalls'
+// entry points (__x64_sys_prctl, __x64_sys_memfd_create and
+// __x64_sys_munmap on x86_64; __arm64_sys_* on arm64): no other syscall
+// pays anything. It needs BPF trampolines for kernel functions: x86_64
+// has them since Linux 5.5, arm64 only since 6.4 (ftrace direct calls),
+// so Debian 12's 6.1 on arm64 refuses them. The development VM's kernel
+// refuses them with EPERM even to root, for every target (vfs_read as
+// well) and for BPF LSM programs too, and it refuses ftrace's function
+// tracer the same way (writing "function" to tracefs's current_tracer
+// fails with EPERM): that kernel does not let anything patch function
+// entries, so the refusal is the kernel's, not this program's.
 //
 // An entry point's name may have more than one function in the kernel's
 // BTF: Debian 12's cloud kernel (6.1) holds two __x64_sys_memfd_create,
@@ -50,6 +54,21 @@
 // first one's BTF type id, as libbpf would: the kernel finds the function
 // by its name, of which there is one symbol. Candidates of different
 // prototypes are ErrUnsupported, naming the program.
+//
+// Kprobe attaches a kretprobe to the entry points of prctl and
+// memfd_create, through the kprobe PMU (perf_event_open): no other
+// syscall pays anything, and each of those two pays a kprobe's entry (a
+// breakpoint, or an ftrace call where the kernel has kprobes on ftrace)
+// and its return trampoline, more than fexit's call. It leaves munmap
+// alone and reports no Unmap: every process of the host makes munmaps,
+// and under emulation (arm64, Debian 12's 6.1) a kretprobe made an mmap
+// and munmap pair 1.3x dearer, where it leaves prctl, rare outside
+// publishers, as it finds it. A reader learns of an unpublish by reading
+// the publication again (the tracker does at each scan when its source
+// reports no unmaps). It needs kprobe events (CONFIG_KPROBE_EVENTS), which
+// the development VM's kernel lacks (ErrUnsupported), not trampolines. A
+// kretprobe runs at most max(10, 2 × CPUs) calls of one function at once;
+// a call beyond that goes unreported, as a full ring buffer's records do.
 //
 // SyscallTracepoints attaches to the exit events of the three syscalls
 // (syscalls/sys_exit_prctl, …): only they run a program, which finds the
@@ -65,14 +84,18 @@
 // host takes the traced path and runs the program (about 80 ns more per
 // getppid on the development VM, 1.6x–1.7x).
 //
-// Mechanism.HostCost says this for start-up lines; BenchmarkHostCost in
-// test/e2e measures it.
+// BenchmarkHostCost in test/e2e measures what each costs the host's other
+// syscalls.
 //
 // # Requirements
 //
-// Linux 5.15 or later on x86_64 with kernel BTF (/sys/kernel/btf/vmlinux),
-// and CAP_BPF with CAP_PERFMON, or root; kprobes are not used, tracefs only
-// by SyscallTracepoints. BPF memory is charged to the memory cgroup, not
+// Linux 5.15 or later on x86_64 or arm64 with kernel BTF
+// (/sys/kernel/btf/vmlinux), and CAP_BPF with CAP_PERFMON, or root;
+// kprobes only by Kprobe, tracefs only by SyscallTracepoints. The
+// programs are built for both architectures (bpf2go's -target amd64,arm64:
+// each declares its own syscall registers and numbers). 32-bit processes
+// (ia32 on x86_64, AArch32 on arm64) are not reported by any mechanism.
+// BPF memory is charged to the memory cgroup, not
 // RLIMIT_MEMLOCK, which this package leaves alone (errors leave out the
 // "MEMLOCK may be too low" hint cilium/ebpf adds: it is moot on these
 // kernels).

@@ -1,7 +1,7 @@
 // Copyright The otelcol-processctx Authors
 // SPDX-License-Identifier: Apache-2.0
 
-//go:build linux && amd64
+//go:build linux && (amd64 || arm64)
 
 package pubevents
 
@@ -87,7 +87,7 @@ func loadCheapest(t testing.TB, opts Options) *Watcher {
 
 // mechanisms are those tests and benchmarks try, each where the kernel
 // allows it.
-var mechanisms = []Mechanism{Fexit, SyscallTracepoints, RawSysExit}
+var mechanisms = []Mechanism{Fexit, Kprobe, SyscallTracepoints, RawSysExit}
 
 // forEachMechanism runs f once per mechanism, skipping those this kernel
 // refuses.

@@ -61,13 +61,20 @@ var (
 
 // Mechanism is how the programs are attached to the syscalls. Its String
 // is the name configurations use. The cheapest for the host comes first;
-// only Fexit costs the host's other processes nothing.
+// only Fexit and Kprobe cost the host's other syscalls nothing.
 type Mechanism uint8
 
 const (
 	// Fexit attaches one program to each of the three syscalls' entry
 	// points: no other syscall pays anything. It needs BPF trampolines.
 	Fexit Mechanism = iota
+	// Kprobe attaches a kretprobe to the entry points of prctl and
+	// memfd_create: no other syscall pays anything, and those two more
+	// than with Fexit. It reports no Unmap: munmap, which every process
+	// makes, is left alone. It needs kprobes (CONFIG_KPROBE_EVENTS), not
+	// trampolines: arm64 kernels before 6.4 have no trampolines for
+	// kernel functions.
+	Kprobe
 	// SyscallTracepoints attaches to the exit events of the three syscalls
 	// (tracefs's syscalls/sys_exit_*): only they run a program, but while
 	// any syscall event is enabled every syscall of the host takes the
@@ -84,6 +91,8 @@ func (m Mechanism) String() string {
 	switch m {
 	case Fexit:
 		return "fexit"
+	case Kprobe:
+		return "kprobe"
 	case SyscallTracepoints:
 		return "syscall_tracepoints"
 	case RawSysExit:
@@ -99,8 +108,12 @@ func ParseMechanism(name string) (Mechanism, error) {
 			return m, nil
 		}
 	}
-	return Fexit, fmt.Errorf("pubevents: unknown mechanism %q (fexit, syscall_tracepoints or raw_sys_exit)", name)
+	return Fexit, fmt.Errorf("pubevents: unknown mechanism %q (fexit, kprobe, syscall_tracepoints or raw_sys_exit)", name)
 }
+
+// ReportsUnmaps reports whether the mechanism reports Unmap events: all but
+// Kprobe.
+func (m Mechanism) ReportsUnmaps() bool { return m != Kprobe }
 
 // Options select the mechanism and size the BPF maps; zero values select
 // the defaults.

@@ -58,7 +58,7 @@ func TestStrings(t *testing.T) {
 			t.Errorf("Kind(%d) = %q, want %q", k, got, want)
 		}
 	}
-	for m, want := range map[Mechanism]string{Fexit: "fexit", SyscallTracepoints: "syscall_tracepoints", RawSysExit: "raw_sys_exit", 7: "mechanism(7)"} {
+	for m, want := range map[Mechanism]string{Fexit: "fexit", Kprobe: "kprobe", SyscallTracepoints: "syscall_tracepoints", RawSysExit: "raw_sys_exit", 7: "mechanism(7)"} {
 		if got := m.String(); got != want {
 			t.Errorf("Mechanism(%d) = %q, want %q", m, got, want)
 		}
@@ -96,7 +96,7 @@ func TestOptions(t *testing.T) {
 }
 
 func TestUnsupportedElsewhere(t *testing.T) {
-	if runtime.GOOS == "linux" && runtime.GOARCH == "amd64" {
+	if runtime.GOOS == "linux" && (runtime.GOARCH == "amd64" || runtime.GOARCH == "arm64") {
 		t.Skip("supported here")
 	}
 	if _, err := Load(Options{}); !errors.Is(err, ErrUnsupported) {

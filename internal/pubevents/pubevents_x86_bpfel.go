@@ -32,6 +32,8 @@ const (
 	pubeventsProgOnMemfdCreate     = "on_memfd_create"
 	pubeventsProgOnMunmap          = "on_munmap"
 	pubeventsProgOnPrctl           = "on_prctl"
+	pubeventsProgOnRetMemfdCreate  = "on_ret_memfd_create"
+	pubeventsProgOnRetPrctl        = "on_ret_prctl"
 	pubeventsProgOnSysExit         = "on_sys_exit"
 )
 
@@ -83,6 +85,8 @@ type pubeventsProgramSpecs struct {
 	OnMemfdCreate     *ebpf.ProgramSpec `ebpf:"on_memfd_create"`
 	OnMunmap          *ebpf.ProgramSpec `ebpf:"on_munmap"`
 	OnPrctl           *ebpf.ProgramSpec `ebpf:"on_prctl"`
+	OnRetMemfdCreate  *ebpf.ProgramSpec `ebpf:"on_ret_memfd_create"`
+	OnRetPrctl        *ebpf.ProgramSpec `ebpf:"on_ret_prctl"`
 	OnSysExit         *ebpf.ProgramSpec `ebpf:"on_sys_exit"`
 }
 
@@ -150,6 +154,8 @@ type pubeventsPrograms struct {
 	OnMemfdCreate     *ebpf.Program `ebpf:"on_memfd_create"`
 	OnMunmap          *ebpf.Program `ebpf:"on_munmap"`
 	OnPrctl           *ebpf.Program `ebpf:"on_prctl"`
+	OnRetMemfdCreate  *ebpf.Program `ebpf:"on_ret_memfd_create"`
+	OnRetPrctl        *ebpf.Program `ebpf:"on_ret_prctl"`
 	OnSysExit         *ebpf.Program `ebpf:"on_sys_exit"`
 }
 
@@ -161,6 +167,8 @@ func (p *pubeventsPrograms) Close() error {
 		p.OnMemfdCreate,
 		p.OnMunmap,
 		p.OnPrctl,
+		p.OnRetMemfdCreate,
+		p.OnRetPrctl,
 		p.OnSysExit,
 	)
 }

@@ -1,7 +1,7 @@
 // Copyright The otelcol-processctx Authors
 // SPDX-License-Identifier: Apache-2.0
 
-//go:build linux && amd64
+//go:build linux && (amd64 || arm64)
 
 package pubevents
 
@@ -64,15 +64,15 @@ func TestFexitTargetIDs(t *testing.T) {
 	spec := fexitSpec(t)
 
 	kernel := kernelBTF(t,
-		fn("__x64_sys_prctl", "regs", long),
-		fn("__x64_sys_memfd_create", "regs", long),
-		fn("__x64_sys_memfd_create", "__unused", long),
+		fn(syscallPrefix+"prctl", "regs", long),
+		fn(syscallPrefix+"memfd_create", "regs", long),
+		fn(syscallPrefix+"memfd_create", "__unused", long),
 	)
 	ids, err := fexitTargetIDs(spec, kernel, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	funcs, err := funcsNamed(kernel, "__x64_sys_memfd_create")
+	funcs, err := funcsNamed(kernel, syscallPrefix+"memfd_create")
 	if err != nil || len(funcs) != 2 {
 		t.Fatalf("funcsNamed = %v, %v", funcs, err)
 	}
@@ -89,15 +89,15 @@ func TestFexitTargetIDs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	prctl, _ := kernel.AnyTypeByName("__x64_sys_prctl")
+	prctl, _ := kernel.AnyTypeByName(syscallPrefix + "prctl")
 	prctlID, _ := kernel.TypeID(prctl)
 	if len(ids) != 2 || ids[pubeventsProgOnMemfdCreate] != first || ids[pubeventsProgOnPrctl] != prctlID {
 		t.Fatalf("fexitTargetIDs(every) = %v, want memfd_create %d and prctl %d (munmap is not in this BTF)", ids, first, prctlID)
 	}
 
 	kernel = kernelBTF(t,
-		fn("__x64_sys_memfd_create", "regs", long),
-		fn("__x64_sys_memfd_create", "regs", integer),
+		fn(syscallPrefix+"memfd_create", "regs", long),
+		fn(syscallPrefix+"memfd_create", "regs", integer),
 	)
 	_, err = fexitTargetIDs(spec, kernel, false)
 	if !errors.Is(err, btf.ErrMultipleMatches) {
@@ -133,7 +133,7 @@ func TestFexitByTypeID(t *testing.T) {
 	}
 	expect(t, w, Event{Kind: Memfd, PID: self}, self)
 
-	mem, err := unix.Mmap(-1, 0, 2*page, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	mem, err := unix.Mmap(-1, 0, 2*int(page), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,7 @@
 // Copyright The otelcol-processctx Authors
 // SPDX-License-Identifier: Apache-2.0
 
-//go:build linux && amd64
+//go:build linux && (amd64 || arm64)
 
 package pubevents
 

@@ -1,7 +1,7 @@
 // Copyright The otelcol-processctx Authors
 // SPDX-License-Identifier: Apache-2.0
 
-//go:build linux && amd64
+//go:build linux && (amd64 || arm64)
 
 package pubevents
 
@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -50,18 +51,22 @@ func programs(m Mechanism) []string {
 	switch m {
 	case Fexit:
 		return []string{pubeventsProgOnPrctl, pubeventsProgOnMemfdCreate, pubeventsProgOnMunmap}
+	case Kprobe:
+		return []string{pubeventsProgOnRetPrctl, pubeventsProgOnRetMemfdCreate}
 	case SyscallTracepoints:
 		return []string{pubeventsProgOnExitPrctl, pubeventsProgOnExitMemfdCreate, pubeventsProgOnExitMunmap}
 	}
 	return []string{pubeventsProgOnSysExit}
 }
 
-// The syscalls the programs watch, by program: the fexit target is the
-// syscall's entry point, the tracepoint its exit event.
+// The syscalls the programs watch, by program: the fexit and kretprobe
+// target is the syscall's entry point, the tracepoint its exit event.
 var syscallOf = map[string]string{
 	pubeventsProgOnPrctl:           "prctl",
 	pubeventsProgOnMemfdCreate:     "memfd_create",
 	pubeventsProgOnMunmap:          "munmap",
+	pubeventsProgOnRetPrctl:        "prctl",
+	pubeventsProgOnRetMemfdCreate:  "memfd_create",
 	pubeventsProgOnExitPrctl:       "prctl",
 	pubeventsProgOnExitMemfdCreate: "memfd_create",
 	pubeventsProgOnExitMunmap:      "munmap",
@@ -80,13 +85,39 @@ func Load(opts Options) (*Watcher, error) {
 	}
 	spec.Maps[pubeventsMapEvents].MaxEntries = uint32(opts.RingSize)
 	spec.Maps[pubeventsMapTracked].MaxEntries = uint32(opts.MaxTracked)
-	// The fexit targets are chosen here, not in the C sections, so that
-	// another architecture only needs its own prefix (and registers in C).
-	for _, prog := range programs(Fexit) {
-		spec.Programs[prog].AttachTo = syscallPrefix + syscallOf[prog]
+	// The entry points are chosen here, not in the C sections, so that
+	// each architecture only needs its own prefix (and registers in C).
+	for _, m := range []Mechanism{Fexit, Kprobe} {
+		for _, prog := range programs(m) {
+			spec.Programs[prog].AttachTo = syscallPrefix + syscallOf[prog]
+		}
 	}
 
+	if opts.Mechanism == Kprobe {
+		if err := kprobeEvents(); err != nil {
+			return nil, classify(Kprobe, "attach", err)
+		}
+	}
 	return load(spec, opts.Mechanism, false)
+}
+
+// kprobePMU is where a kernel with kprobe events (CONFIG_KPROBE_EVENTS,
+// Linux 4.17 and later) lists its kprobe PMU, which perf_event_open
+// creates kretprobes with.
+const kprobePMU = "/sys/bus/event_source/devices/kprobe"
+
+// kprobeEvents returns an error wrapping ebpf.ErrNotSupported when sysfs
+// lists event sources but no kprobe PMU: the kernel has no kprobes to
+// attach to (the development VM's, whose tracefs has no kprobe_events
+// either). With no sysfs to tell, the attach itself decides.
+func kprobeEvents() error {
+	if _, err := os.Stat(kprobePMU); err == nil || !errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if _, err := os.Stat(filepath.Dir(kprobePMU)); err != nil {
+		return nil
+	}
+	return fmt.Errorf("this kernel has no kprobe events (no %s: CONFIG_KPROBE_EVENTS off): %w", kprobePMU, ebpf.ErrNotSupported)
 }
 
 // load loads and attaches the programs of one mechanism, with their own
@@ -187,7 +218,15 @@ func (w *Watcher) attachProgram(spec *ebpf.CollectionSpec, name string, tracefs 
 		return l, nil
 	}
 	ps := spec.Programs[name]
-	l, err := link.AttachTracing(link.TracingOptions{Program: prog, AttachType: ps.AttachType})
+	var (
+		l   link.Link
+		err error
+	)
+	if w.mechanism == Kprobe {
+		l, err = link.Kretprobe(ps.AttachTo, prog, nil)
+	} else {
+		l, err = link.AttachTracing(link.TracingOptions{Program: prog, AttachType: ps.AttachType})
+	}
 	if err != nil {
 		return nil, fmt.Errorf("program %s: %s: %w", name, ps.AttachTo, err)
 	}
@@ -296,7 +335,8 @@ func (w *Watcher) lostLocked() uint64 {
 
 // Track registers the context mapping [addr, addr+length) of pid (as in
 // its maps file: page aligned) so that an munmap overlapping it is
-// reported; it replaces pid's previous entry.
+// reported (by the mechanisms that report unmaps: Mechanism.ReportsUnmaps);
+// it replaces pid's previous entry.
 func (w *Watcher) Track(pid int, addr, length uint64) error {
 	if err := checkTrack(pid, addr, length); err != nil {
 		return err

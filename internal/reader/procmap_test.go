@@ -5,6 +5,7 @@ package reader
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -134,9 +135,17 @@ func queryAll(r *Reader, pid int) (otep.Mapping, error) {
 	return r.queryMappings(pid, f.Fd(), 0, s)
 }
 
+// procmapQuerySupported reports whether this kernel answers PROCMAP_QUERY
+// (Linux 6.11 and later); before, the reader reads the maps text only.
+func procmapQuerySupported(r *Reader) bool {
+	_, err := queryAll(r, os.Getpid())
+	return !errors.Is(err, errProcmapUnsupported)
+}
+
 // ways finds pid's mapping by the text, by FindMapping, by PROCMAP_QUERY
-// after the first read, and (where the process has an address space) by
-// PROCMAP_QUERY alone. Without anonymous VMA naming all must agree.
+// after the first read, and (where the process has an address space and
+// the kernel answers PROCMAP_QUERY) by PROCMAP_QUERY alone. Without
+// anonymous VMA naming all must agree.
 func ways(r *Reader, pid int) map[string]result {
 	before := r.Stats()
 	text := resultOf(r.findMapping(pid, 0))
@@ -146,7 +155,7 @@ func ways(r *Reader, pid int) map[string]result {
 		"FindMapping":          resultOf(r.FindMapping(pid)),
 		"query after one read": resultOf(r.findMapping(pid, 1)),
 	}
-	if hasMM && !r.anonNaming {
+	if hasMM && !r.anonNaming && procmapQuerySupported(r) {
 		out["query only"] = resultOf(queryAll(r, pid))
 	}
 	return out
@@ -206,7 +215,7 @@ func TestFindMappingMatchesTextOnThisHost(t *testing.T) {
 	t.Logf("compared %d processes: %v; %d PROCMAP_QUERY calls", sum(kinds), kinds, r.Stats().MapsQueries)
 	assert.Greater(t, sum(kinds), 10)
 	assert.GreaterOrEqual(t, kinds["none"], 3, "the publishers were found")
-	if !r.anonNaming {
+	if !r.anonNaming && procmapQuerySupported(r.Reader) {
 		assert.NotZero(t, r.Stats().MapsQueries, "the query paths ran")
 	}
 }
@@ -482,8 +491,12 @@ func TestFindMappingConcurrent(t *testing.T) {
 func TestQueryErrors(t *testing.T) {
 	r := newTestReader(t)
 	s := r.scratch()
+	supported := procmapQuerySupported(r.Reader)
 
 	t.Run("process gone", func(t *testing.T) {
+		if !supported {
+			t.Skip("this kernel has no PROCMAP_QUERY (before 6.11)")
+		}
 		sleep := exec.Command("sleep", "30")
 		require.NoError(t, sleep.Start())
 		f, err := os.Open(r.FS().Path(sleep.Process.Pid, "maps"))
@@ -492,6 +505,13 @@ func TestQueryErrors(t *testing.T) {
 		require.NoError(t, sleep.Process.Kill())
 		_ = sleep.Wait()
 		_, err = r.queryMappings(sleep.Process.Pid, f.Fd(), 0, s)
+		if errors.Is(err, otep.ErrNoContext) {
+			// Debian's arm64-16k kernel (6.12) answers ENOENT, no mapping,
+			// for good: the dead process's address space is still
+			// referenced, and empty. Nothing is read either way.
+			t.Logf("the query of a dead process found no mapping: %v", err)
+			return
+		}
 		require.ErrorIs(t, err, procfs.ErrProcessGone)
 		assert.ErrorIs(t, err, unix.ESRCH)
 	})
@@ -505,6 +525,9 @@ func TestQueryErrors(t *testing.T) {
 		assert.ErrorIs(t, err, unix.ENOTTY)
 	})
 	t.Run("nothing above the address", func(t *testing.T) {
+		if !supported {
+			t.Skip("this kernel has no PROCMAP_QUERY (before 6.11)")
+		}
 		f, err := os.Open(r.FS().Path(os.Getpid(), "maps"))
 		require.NoError(t, err)
 		defer f.Close()

@@ -6,6 +6,7 @@ package sharedtracker
 import (
 	"time"
 
+	"github.com/processctx/otelcol-processctx/internal/configkeys"
 	"github.com/processctx/otelcol-processctx/internal/tracker"
 )
 
@@ -33,7 +34,7 @@ type Settings struct {
 	GracePeriod        time.Duration    `mapstructure:"grace_period"`
 	RecheckInterval    time.Duration    `mapstructure:"recheck_interval"`
 	WarningInterval    time.Duration    `mapstructure:"warning_interval"`
-	// Unknown holds the keys that are none of the above (typos): the
-	// extension's Validate names them.
-	Unknown map[string]any `mapstructure:",remain"`
+	// Leftovers holds the keys that are none of the above (typos) and the
+	// values of the wrong type: the extension's Validate names them.
+	configkeys.Leftovers `mapstructure:",squash"`
 }

@@ -36,7 +36,7 @@ func (l *loop) applyJob(j *job) {
 		// Those after it did not begin: nothing of them was read.
 		rest := slices.DeleteFunc(slices.Clone(j.Reqs[n+1:]), func(r request) bool { return r.taken })
 		if len(rest) > 0 {
-			l.enqueue(&job{Scan: j.Scan, Urgent: j.Urgent, Reqs: rest})
+			l.sched.queue(&job{Scan: j.Scan, Urgent: j.Urgent, Reqs: rest})
 		}
 	case readpool.NotRun:
 		for i := range j.Reqs {
@@ -77,14 +77,10 @@ func (l *loop) settle(pid int, p *proc, was Answer) {
 // they said to be denied for good: the reports leave them out from then
 // on, as long as the pid names that process.
 func (l *loop) applyDescription(r *request) {
-	forGood, unsaid := l.reports.addDescription(r)
-	for _, pid := range forGood {
+	for _, pid := range l.reports.addDescription(r) {
 		if p := l.reg.get(pid); p != nil {
 			p.deniedForGood = true
 		}
-	}
-	if unsaid {
-		l.sched.unwarn(deniedWarning)
 	}
 }
 

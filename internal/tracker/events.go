@@ -67,7 +67,8 @@ type EventSource interface {
 
 // PublicationFilter is implemented by a source that reports EventUnmap
 // only for the mappings it is told of: the tracker tells it every
-// publication it holds.
+// publication it holds. A publication source that does not implement it
+// reports no unmaps: the tracker then reads its publishers at every scan.
 type PublicationFilter interface {
 	Track(pid int, addr, length uint64) error
 	Untrack(pid int) error

@@ -16,6 +16,7 @@ import (
 
 	"github.com/processctx/otelcol-processctx/internal/otep"
 	"github.com/processctx/otelcol-processctx/internal/procfs"
+	"github.com/processctx/otelcol-processctx/internal/sdkenv"
 	"github.com/processctx/otelcol-processctx/internal/tracker"
 	"github.com/processctx/otelcol-processctx/internal/tracker/trackertest"
 )
@@ -236,6 +237,22 @@ func TestUnmapEvent(t *testing.T) {
 	host.Unpublish(70)
 	src.Send(tracker.Event{Kind: tracker.EventUnmap, PID: 70, Addr: 0x7f0000000000 + 70<<12})
 	assert.Equal(t, []string{"unpublished 70 x"}, h.waitChanges(1))
+}
+
+// A publication source that reports no unmaps (the kprobe mechanism
+// leaves munmap alone): an unpublish is found by the next scan, which
+// lists the host and reads every publisher's header, as without events.
+func TestUnpublishFoundByScansWithoutUnmapEvents(t *testing.T) {
+	host := trackertest.NewHost()
+	host.Add(75)
+	host.Publish(75, "x")
+	src := trackertest.NewSource(bothSources)
+	h := newHarness(t, testConfig(), host, tracker.WithEventSources(src.WithoutUnmaps()))
+	h.take()
+	host.Unpublish(75)
+	h.clock.Advance(time.Second) // not an eventsListInterval, nor a ReconcileInterval
+	h.rescan()
+	assert.Equal(t, []string{"unpublished 75 x"}, h.waitChanges(1))
 }
 
 // Telemetry sent right after a publish names a pid the tracker read
@@ -564,6 +581,91 @@ func TestListingAddsInodeOfProcessKnownFromEvents(t *testing.T) {
 	require.NoError(t, h.tr.WaitIdle(context.Background()))
 	assert.Equal(t, 1, host.Count(trackertest.MethodStart), "not read again")
 	assert.Equal(t, 1, host.Count(trackertest.MethodMaps))
+}
+
+// A young read that does not return in time (a host short of CPU: the
+// kernel matrix's emulated guests) does not end the young series: once
+// the quarantine ends, the reads go on at their times, and a publication
+// made after the stall is found by the next of them, not by a rescan an
+// hour later.
+func TestPollYoungReadsSurviveAStall(t *testing.T) {
+	host := trackertest.NewHost()
+	cfg := testConfig()
+	cfg.RescanInterval, cfg.RescanMaxInterval = time.Hour, time.Hour
+	h := newHarness(t, cfg, host)
+	host.Add(172)
+	step := func() {
+		h.rescan()
+		require.NoError(t, h.tr.WaitIdle(context.Background()))
+	}
+	step() // meets it: young reads 1, 3, 8, 18 and 38 s later
+
+	// The first young read sticks (in its stat, which it reads first),
+	// then returns a second after its deadline: a quarantine of as long
+	// again.
+	host.Set(172, func(p *trackertest.Proc) { p.Block = trackertest.MethodStart })
+	host.ResetCounts()
+	h.clock.Advance(time.Second)
+	h.rescan()
+	require.Eventually(t, func() bool { return host.CountOf(trackertest.MethodStart, 172) > 0 }, 10*time.Second, time.Millisecond)
+	h.clock.Advance(cfg.ReadTimeout + time.Second)
+	host.Set(172, func(p *trackertest.Proc) { p.Block = "" })
+	host.Unblock()
+	require.Eventually(t, func() bool { return h.tr.StuckReads() == 0 }, 10*time.Second, time.Millisecond)
+	step()
+	// The read that ends the quarantine finds no context either.
+	for host.CountOf(trackertest.MethodStart, 172)+host.CountOf(trackertest.MethodMaps, 172) < 2 {
+		h.clock.Advance(time.Second)
+		step()
+	}
+
+	host.Publish(172, "after-the-stall")
+	var got []string
+	for range 40 {
+		h.clock.Advance(time.Second)
+		step()
+		if got = append(got, h.take()...); len(got) > 0 {
+			break
+		}
+	}
+	assert.Equal(t, []string{"published 172 after-the-stall"}, got)
+}
+
+// A process met mid-exec (its environment reads empty: the kernel
+// matrix's emulated guests catch Go publishers there) is read again soon
+// for its environment; the young series goes on after those retries, and
+// a publication made seconds later is found by it, not by a rescan an
+// hour later.
+func TestPollYoungReadsAfterAnEmptyEnvironment(t *testing.T) {
+	host := trackertest.NewHost()
+	cfg := testConfig()
+	cfg.RescanInterval, cfg.RescanMaxInterval = time.Hour, time.Hour
+	h := newHarness(t, cfg, host)
+	h.rescan()
+	host.Add(173).Errs[trackertest.MethodEnviron] = sdkenv.ErrEmpty
+	step := func(d time.Duration) {
+		h.clock.Advance(d)
+		h.rescan()
+		require.NoError(t, h.tr.WaitIdle(context.Background()))
+	}
+	step(0) // meets it mid-exec
+	// The exec is over a few retries later.
+	for range 3 {
+		step(100 * time.Millisecond)
+	}
+	host.Set(173, func(p *trackertest.Proc) { delete(p.Errs, trackertest.MethodEnviron) })
+	for range 50 {
+		step(100 * time.Millisecond)
+	}
+	host.Publish(173, "published-after-the-exec")
+	var got []string
+	for range 40 {
+		step(time.Second)
+		if got = append(got, h.take()...); len(got) > 0 {
+			break
+		}
+	}
+	assert.Equal(t, []string{"published 173 published-after-the-exec"}, got)
 }
 
 // On a host with pid_max 32768 and churn, a pid is reused before the old

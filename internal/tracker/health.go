@@ -60,15 +60,15 @@ func (r *reports) noteListing(err error) {
 // cannotList reports whether the last listing failed.
 func (r *reports) cannotList() bool { return r.health.listErr != nil }
 
-// noteScan records, after a scan that listed the host, whether it met
-// processes denied for lack of the collector's own privileges (read with
-// access when due says so), and makes its count of denied processes the
-// current one (DeniedProcesses).
-func (r *reports) noteScan(denied int, due func() bool, access func() error) {
+// noteScan records, after a scan at now that listed the host, whether it
+// met processes denied for lack of the collector's own privileges (read
+// with access, at most once per Config.WarningInterval), and makes its
+// count of denied processes the current one (DeniedProcesses).
+func (r *reports) noteScan(now int64, denied int, access func() error) {
 	r.deniedNow.Store(int64(r.denied.n))
 	var err error
 	if denied > 0 {
-		if due() {
+		if r.access.Allow(now, r.interval) {
 			r.health.access = access()
 		}
 		err = r.health.access

@@ -57,9 +57,10 @@ type readPlan struct {
 // fitBudget, backoff, recheckAt.
 type planner struct {
 	cfg *Config
-	// Publication events and process events come; the first scan finished.
-	pubEvents, procEvents, scanned bool
-	pubLostAt                      int64 // the clock when publication events were last dropped
+	// Publication events and process events come, unmaps among the
+	// former; the first scan finished.
+	pubEvents, procEvents, unmapEvents, scanned bool
+	pubLostAt                                   int64 // the clock when publication events were last dropped
 }
 
 // next chooses the cause and the time of a process's read.
@@ -131,11 +132,13 @@ func (pl planner) afterRead(p *proc, tr trigger, now int64) readPlan {
 		rp.retries++
 		rp.cause, rp.at = causeRetry, now+int64(minEventGap<<(2*rp.retries))
 	case o == OutcomeNoContext && !pl.pubEvents && rp.young < youngReads &&
-		(tr.read == causeYoung || tr.discovered && (pl.scanned || tr.newborn)):
+		(tr.read == causeYoung || tr.read == causeRetry || tr.discovered && (pl.scanned || tr.newborn)):
 		// A process met for the first time after the first scan, or a
 		// newborn one in it (it may be between fork and exec, showing its
 		// parent's image and environment), or one that exec'd: young, read
-		// again soon.
+		// again soon. Retries (an environment mid-exec, a first
+		// publication mid-update) come first, and the series goes on
+		// after them: a process met mid-exec is young too.
 		if tr.read == causeYoung {
 			rp.young++
 		}
@@ -274,14 +277,15 @@ const eventsListInterval = time.Minute
 
 // scanReads says what a scan starting at now reads of the host: whether
 // it lists it, and whether it reads every publisher's timestamp (full).
-// While process and publication events both come, a scan only finds what
-// they could not tell: it lists the host once per eventsListInterval and
-// reads the publishers' timestamps once per Config.ReconcileInterval, or
-// at once after events were dropped (reconcile) or when asked (relist).
+// While process and publication events (unmaps among them) all come, a
+// scan only finds what they could not tell: it lists the host once per
+// eventsListInterval and reads the publishers' timestamps once per
+// Config.ReconcileInterval, or at once after events were dropped
+// (reconcile) or when asked (relist).
 func (pl planner) scanReads(h *hostState, now int64) (list, full bool) {
-	both := pl.pubEvents && pl.procEvents
-	list = !both || h.reconcile || h.relist || h.listedAt == 0 || now-h.listedAt >= int64(eventsListInterval)
-	full = !both || h.reconcile || h.reconciledAt == 0 || now-h.reconciledAt >= int64(pl.cfg.ReconcileInterval)
+	all := pl.pubEvents && pl.procEvents && pl.unmapEvents
+	list = !all || h.reconcile || h.relist || h.listedAt == 0 || now-h.listedAt >= int64(eventsListInterval)
+	full = !all || h.reconcile || h.reconciledAt == 0 || now-h.reconciledAt >= int64(pl.cfg.ReconcileInterval)
 	return list, full
 }
 
@@ -316,16 +320,6 @@ func (pl planner) backoff(strikes uint8) time.Duration {
 		b = limit
 	}
 	return b
-}
-
-// pace reports whether what was last done at *last (0: never) may be
-// done again at now, at most once per every, and notes it done.
-func pace(last *int64, now int64, every time.Duration) bool {
-	if *last != 0 && now-*last < int64(every) {
-		return false
-	}
-	*last = now
-	return true
 }
 
 // recheckAt says when p, whose maps were just read without a context, is

@@ -208,7 +208,8 @@ func TestPlannerHost(t *testing.T) {
 	sec := int64(time.Second)
 	cfg := DefaultConfig()
 	polling := planner{cfg: &cfg}
-	both := planner{cfg: &cfg, pubEvents: true, procEvents: true}
+	both := planner{cfg: &cfg, pubEvents: true, procEvents: true, unmapEvents: true}
+	noUnmaps := planner{cfg: &cfg, pubEvents: true, procEvents: true}
 	procOnly := planner{cfg: &cfg, procEvents: true}
 
 	// What a scan reads.
@@ -227,6 +228,7 @@ func TestPlannerHost(t *testing.T) {
 		{"both events: reconciled an hour ago", both, hostState{listedAt: now - int64(eventsListInterval), reconciledAt: now - int64(cfg.ReconcileInterval)}, true, true},
 		{"both events: events dropped", both, hostState{listedAt: now - sec, reconciledAt: now - sec, reconcile: true}, true, true},
 		{"both events: asked to list (ScanSoon, procfs back)", both, hostState{listedAt: now - sec, reconciledAt: now - sec, relist: true}, true, false},
+		{"both events, but no unmaps (kprobe): every scan lists and reads every publisher", noUnmaps, listedNow, true, true},
 	}
 	for _, tt := range scanTests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -251,16 +253,6 @@ func TestPlannerHost(t *testing.T) {
 		for strikes, want := range map[uint8]time.Duration{1: b, 2: 2 * b, 5: 16 * b, 6: quarantineGrowth * b, 16: quarantineGrowth * b} {
 			assert.Equal(t, want, polling.backoff(strikes), "strikes %d", strikes)
 		}
-	})
-
-	t.Run("paced: dropped events' and ScanSoon's scans, warnings, privileges", func(t *testing.T) {
-		every := cfg.RecheckInterval
-		var last int64
-		assert.True(t, pace(&last, now, every), "the first")
-		assert.Equal(t, now, last)
-		assert.False(t, pace(&last, now+int64(every)-1, every))
-		assert.Equal(t, now, last, "not done: not noted")
-		assert.True(t, pace(&last, now+int64(every), every))
 	})
 
 	t.Run("rechecks: while polling for contexts only", func(t *testing.T) {

@@ -4,6 +4,7 @@
 package tracker
 
 import (
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/processctx/otelcol-processctx/internal/procfs"
+	"github.com/processctx/otelcol-processctx/internal/ratelimit"
 )
 
 // maxReported is how many processes a warning names.
@@ -21,8 +23,10 @@ const maxReported = 5
 // reports is what the tracker reports of the processes it cannot read,
 // and its health (health.go). The loop hands it each listing's outcome,
 // each scan's unreadable processes and the descriptions read for its
-// warnings (an opDescribe job, under the read deadline); the scheduler
-// paces the warnings; components read DeniedProcesses and Health.
+// warnings (an opDescribe job, under the read deadline); it paces the
+// warnings, at most one of each kind per Config.WarningInterval, and the
+// reads of the collector's own privileges; components read
+// DeniedProcesses and Health.
 //
 // A denial no privilege or setting lifts (procfs.Unchangeable: a VM's
 // init that refuses even root) is no warning: it is said once, at info,
@@ -45,6 +49,10 @@ type reports struct {
 
 	// The warnings waiting for their descriptions.
 	pending *pendingReport
+	warned  [numWarnings]ratelimit.Limiter
+	// access paces the reads of the collector's own privileges: they do
+	// not change while it runs (Yama may).
+	access ratelimit.Limiter
 
 	health health
 }
@@ -125,15 +133,15 @@ func (r *reports) countStalled(pid int) { r.stalled.add(pid) }
 // describing reports whether warnings wait for their descriptions.
 func (r *reports) describing() bool { return r.pending != nil }
 
-// takeDue returns the describe job of the warnings given after a scan, or
-// nil; warn says whether a warning about n processes is given (the
-// scheduler paces them).
-func (r *reports) takeDue(warn func(w warning, n int) bool) *job {
+// takeDue returns the describe job of the warnings given after a scan at
+// now, or nil.
+func (r *reports) takeDue(now int64) *job {
 	if r.pending != nil {
 		r.denied.reset()
 		r.stalled.reset()
 		return nil
 	}
+	warn := func(w warning, n int) bool { return n > 0 && r.warned[w].Allow(now, r.interval) }
 	p, j := &pendingReport{}, &job{}
 	p.denied, p.deniedN = r.denied.take(warn(deniedWarning, r.denied.n), j, true)
 	p.stalled, p.stalledN = r.stalled.take(warn(stalledWarning, r.stalled.n), j, false)
@@ -147,29 +155,32 @@ func (r *reports) takeDue(warn func(w warning, n int) bool) *job {
 
 // addDescription records the description of one process (empty when its read
 // did not return) and logs the warnings once every one is in. It returns
-// the pids it said, then, to be denied for good, and whether the denied
-// warning said nothing (every denial it describes turned out
-// unchangeable: the next one that is not is warned of at once).
-func (r *reports) addDescription(req *request) (forGood []int, unsaid bool) {
+// the pids it said, then, to be denied for good. A denied warning that
+// said nothing (every denial it describes turned out unchangeable) is
+// taken back: the next one that is not is warned of at once.
+func (r *reports) addDescription(req *request) (forGood []int) {
 	p := r.pending
 	if p == nil {
-		return nil, false
+		return nil
 	}
 	if !p.denied.describe(req) {
 		p.stalled.describe(req)
 	}
 	if p.left--; p.left > 0 {
-		return nil, false
+		return nil
 	}
 	r.pending = nil
 	if p.deniedN > 0 {
-		forGood, unsaid = r.reportDenied(p)
+		var unsaid bool
+		if forGood, unsaid = r.reportDenied(p); unsaid {
+			r.warned[deniedWarning].Reset()
+		}
 	}
 	if p.stalledN > 0 {
 		r.log.Warn("Some processes did not answer a read in time and are quarantined: they are retried with backoff, and the rest of the host is read on schedule",
 			p.stalled.fields(p.stalledN, zap.Stringer("read_timeout", r.readTimeout), zap.Stringer("next_warning_in", r.interval))...)
 	}
-	return forGood, unsaid
+	return forGood
 }
 
 // reportDenied warns of the denials p describes that some privilege or
@@ -240,15 +251,9 @@ func (list describedList) reasons() []zap.Field {
 // fields are the fields of a warning about n processes that names the
 // processes of list ("pids": "12 (sshd), 40 (?)"), then more.
 func (list describedList) fields(n int, more ...zap.Field) []zap.Field {
-	var b strings.Builder
+	pids := make([]string, len(list))
 	for i, d := range list {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(strconv.Itoa(d.pid))
-		b.WriteString(" (")
-		b.WriteString(d.exe)
-		b.WriteString(")")
+		pids[i] = fmt.Sprintf("%d (%s)", d.pid, d.exe)
 	}
-	return append([]zap.Field{zap.Int("processes", n), zap.String("pids", b.String())}, more...)
+	return append([]zap.Field{zap.Int("processes", n), zap.String("pids", strings.Join(pids, ", "))}, more...)
 }

@@ -3,8 +3,6 @@
 
 package tracker
 
-import "github.com/processctx/otelcol-processctx/internal/readpool"
-
 // scans is the scans of the host: the one in progress and who waits for
 // it or the next, the reads counted between scans, and whether the first
 // finished (first: closed after the flush that publishes it, Ready). The
@@ -114,7 +112,7 @@ func (l *loop) startScan() {
 	}
 	s := l.scans.begin(ScanStats{Began: l.now(), Listed: true, Processes: len(entries)})
 	l.sched.noteListing(now, full)
-	b, pl := batch{l: l, now: now}, l.sched.planner()
+	pl := l.sched.planner()
 	var rescans []rescan
 	for _, e := range entries {
 		p := l.reg.get(e.Pid)
@@ -134,13 +132,13 @@ func (l *loop) startScan() {
 		case causeRescan:
 			rescans = append(rescans, rescan{e.Pid, p})
 		default:
-			b.add(e.Pid, p, c)
+			l.sched.gather(e.Pid, p, c, now, s.gen)
 		}
 	}
 	for _, r := range pl.fitBudget(rescans) {
-		b.add(r.pid, r.p, causeRescan)
+		l.sched.gather(r.pid, r.p, causeRescan, now, s.gen)
 	}
-	b.flush()
+	l.sched.flushGathered()
 	if s.pending == 0 {
 		l.finishScan()
 	}
@@ -161,37 +159,6 @@ func (l *loop) scanWithoutListing() {
 	}
 	l.scans.begin(ScanStats{Began: l.now()})
 	l.finishScan()
-}
-
-// batch groups the reads a scan starts into jobs.
-type batch struct {
-	l   *loop
-	now int64
-	cur *job
-}
-
-func (b *batch) add(pid int, p *proc, c cause) {
-	if b.cur == nil {
-		b.cur = b.l.pool.NewJob()
-		b.cur.Scan = b.l.scans.inProgress()
-	}
-	b.cur.Reqs = append(b.cur.Reqs, b.l.sched.start(pid, p, c, b.now))
-	if len(b.cur.Reqs) == readpool.JobSize {
-		b.flush()
-	}
-}
-
-func (b *batch) flush() {
-	if b.cur != nil {
-		b.l.enqueue(b.cur)
-		b.cur = nil
-	}
-}
-
-// enqueue queues a job of reads, counting it in the scan it belongs to.
-func (l *loop) enqueue(j *job) {
-	l.scans.sent(j)
-	l.sched.queue(j)
 }
 
 // sweep forgets the processes a listing did not list and counts those
@@ -222,15 +189,15 @@ func (l *loop) finishScan() {
 	s, next := l.scans.end()
 	if s.stats.Listed { // nothing listed: nothing to sweep or count
 		l.sweep(s)
-		l.reports.noteScan(s.stats.Denied, l.sched.paceAccess, l.host.Access)
+		l.reports.noteScan(l.clock(), s.stats.Denied, l.host.Access)
 	}
 	s.stats.Retained = l.out.expire(l.clock())
 	s.stats.Publishers = l.reg.contexts()
 	s.stats.Tracked = l.reg.size() + s.stats.Retained
 	s.stats.Duration = l.now().Sub(s.stats.Began)
 	l.out.handScan(&s.stats)
-	if j := l.reports.takeDue(l.sched.warn); j != nil {
-		l.enqueue(j)
+	if j := l.reports.takeDue(l.clock()); j != nil {
+		l.sched.queue(j)
 	}
 	l.flush()
 	if first {

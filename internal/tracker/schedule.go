@@ -4,12 +4,12 @@
 package tracker
 
 import (
-	"github.com/processctx/otelcol-processctx/internal/readpool"
-
 	"container/heap"
 	"time"
 
+	"github.com/processctx/otelcol-processctx/internal/ratelimit"
 	"github.com/processctx/otelcol-processctx/internal/reader"
+	"github.com/processctx/otelcol-processctx/internal/readpool"
 )
 
 // scheduler carries out the planner's decisions: it starts the reads due
@@ -27,28 +27,27 @@ type scheduler struct {
 	scans  *scans  // whether the first scan finished
 
 	plans    planQueue
-	rechecks recheckQueue
+	rechecks []plannedRead // recheck times, in order (noteLook)
 	host     hostState
-	// gather, while runDue runs (gathering), collects the reads due that
-	// are not urgent into jobs of up to jobSize: the reads planned for one
-	// grid point (planGrid) go out together.
-	gather    *job
+	// lostScan and soonScan pace the scans started for dropped events and
+	// by ScanSoon.
+	lostScan, soonScan ratelimit.Limiter
+	// gathered collects reads started together into jobs of up to
+	// readpool.JobSize: a scan's, and, while runDue runs (gathering), the
+	// reads due that are not urgent (those planned for one grid point,
+	// planGrid, go out together).
+	gathered  *job
 	gathering bool
 }
 
 // hostState is what the scheduler knows of the reads of the host as a
 // whole: the loop's clocks of the last listing, of the last scan that
 // read every publisher, of the last drop of publication events (processes
-// looked at before are due), of the last scans started for dropped events
-// and by ScanSoon, of each kind's last warning and the one before, of the
-// last read of the collector's privileges; and whether the next scan
-// lists the host (relist) and reads every publisher (reconcile).
+// looked at before are due); and whether the next scan lists the host
+// (relist) and reads every publisher (reconcile).
 type hostState struct {
 	listedAt, reconciledAt, pubLostAt int64
 	relist, reconcile                 bool
-	lostScanAt, soonScanAt            int64
-	warnedAt, warnedBefore            [numWarnings]int64
-	accessAt                          int64
 }
 
 // schedule is the scheduler's record of one process's reads.
@@ -111,7 +110,8 @@ func (ps *schedule) quarantined() bool { return ps.stall != nil && ps.stall.stri
 func (s *scheduler) planner() planner {
 	live := s.events.live()
 	return planner{cfg: s.cfg, pubEvents: live&PublicationEvents != 0, procEvents: live&ProcessEvents != 0,
-		scanned: s.scans.scanned(), pubLostAt: s.host.pubLostAt}
+		unmapEvents: live&PublicationEvents != 0 && s.events.filter != nil,
+		scanned:     s.scans.scanned(), pubLostAt: s.host.pubLostAt}
 }
 
 func (s *scheduler) answer(p *proc, now int64) Answer { return s.planner().answer(p, now) }
@@ -130,14 +130,7 @@ func (s *scheduler) act(pid int, p *proc, tr trigger) {
 	switch {
 	case rp.cause == causeNone:
 	case rp.at <= now && ps.reading == causeNone && s.gathering && !rp.cause.urgent():
-		if s.gather == nil {
-			s.gather = s.pool.NewJob()
-		}
-		s.gather.Reqs = append(s.gather.Reqs, s.start(pid, p, rp.cause, now))
-		if len(s.gather.Reqs) == readpool.JobSize {
-			s.queue(s.gather)
-			s.gather = nil
-		}
+		s.gather(pid, p, rp.cause, now, 0)
 	case rp.at <= now && ps.reading == causeNone:
 		s.queue(&job{Urgent: rp.cause.urgent(), Reqs: []request{s.start(pid, p, rp.cause, now)}})
 	default:
@@ -171,9 +164,31 @@ func (s *scheduler) expedite(pid int, p *proc) {
 	}
 }
 
-// queue hands j to the pool, and notes in each process read where its
-// read is.
+// gather starts a read of p for c in the job being gathered for the scan
+// scan (0: none), and queues the job once it is full.
+func (s *scheduler) gather(pid int, p *proc, c cause, now int64, scan uint32) {
+	if s.gathered == nil {
+		s.gathered = s.pool.NewJob()
+		s.gathered.Scan = scan
+	}
+	s.gathered.Reqs = append(s.gathered.Reqs, s.start(pid, p, c, now))
+	if len(s.gathered.Reqs) == readpool.JobSize {
+		s.flushGathered()
+	}
+}
+
+// flushGathered queues the job being gathered, if any.
+func (s *scheduler) flushGathered() {
+	if s.gathered != nil {
+		s.queue(s.gathered)
+		s.gathered = nil
+	}
+}
+
+// queue hands j to the pool, counting it in the scan it belongs to, and
+// notes in each process read where its read is.
 func (s *scheduler) queue(j *job) {
+	s.scans.sent(j)
 	for i := range j.Reqs {
 		if r := &j.Reqs[i]; r.op != opDescribe {
 			if p := s.reg.get(r.pid); p != nil && p.serial == r.serial {
@@ -301,13 +316,12 @@ func (s *scheduler) nextDue() (int64, bool) {
 	for len(s.plans) > 0 && !s.stands(s.plans[0], false) {
 		heap.Pop(&s.plans)
 	}
-	q := &s.rechecks
-	for q.head < len(q.q) && !s.stands(q.q[q.head], true) {
-		q.head++
+	for len(s.rechecks) > 0 && !s.stands(s.rechecks[0], true) {
+		s.rechecks = s.rechecks[1:]
 	}
-	at, ok := int64(0), q.head < len(q.q)
+	at, ok := int64(0), len(s.rechecks) > 0
 	if ok {
-		at = q.q[q.head].at
+		at = s.rechecks[0].at
 	}
 	if q := s.plans; len(q) > 0 && (!ok || q[0].at < at) {
 		at, ok = q[0].at, true
@@ -330,7 +344,7 @@ func (s *scheduler) stands(e plannedRead, recheck bool) bool {
 }
 
 // runDue starts the planned reads that are due: those not urgent
-// together, in jobs of up to jobSize (gather).
+// together, in jobs of up to readpool.JobSize (gather).
 func (s *scheduler) runDue() {
 	now := s.clock()
 	s.gathering = true
@@ -339,26 +353,16 @@ func (s *scheduler) runDue() {
 			s.act(int(e.pid), s.reg.get(int(e.pid)), trigger{kind: onDue})
 		}
 	}
-	if s.gather != nil {
-		s.queue(s.gather)
-	}
-	s.gather, s.gathering = nil, false
-}
-
-// recheckQueue holds, in the order they fall due, the times when
-// processes read without a context are due for a read again
-// (contextDue): the snapshot must say so then, for lookups to wait for
-// that read. An entry whose process was read again since, or exited, no
-// longer stands (stands): it neither wakes the loop nor changes the
-// snapshot.
-type recheckQueue struct {
-	q    []plannedRead
-	head int
+	s.flushGathered()
+	s.gathering = false
 }
 
 // noteLook notes that p's maps were just read and what it publishes is not
 // a context (afresh: it just stopped publishing one; its rescans start
-// over), and queues its recheck (planner.recheckAt).
+// over), and queues its recheck (planner.recheckAt): when it is due for a
+// read again (contextDue), the snapshot must say so, for lookups to wait
+// for that read. A recheck of a process read again since, or gone, no
+// longer stands: it neither wakes the loop nor touches the snapshot.
 func (s *scheduler) noteLook(pid int, p *proc, afresh bool) {
 	ps := &p.sched
 	switch {
@@ -368,9 +372,8 @@ func (s *scheduler) noteLook(pid int, p *proc, afresh bool) {
 		ps.rechecks++
 	}
 	ps.lookedAt = s.clock()
-	q := &s.rechecks
-	if at, ok := s.planner().recheckAt(p); ok && len(q.q)-q.head < maxPlanned {
-		q.q = append(q.q, plannedRead{at: at, pid: int32(pid), serial: p.serial})
+	if at, ok := s.planner().recheckAt(p); ok && len(s.rechecks) < maxPlanned {
+		s.rechecks = append(s.rechecks, plannedRead{at: at, pid: int32(pid), serial: p.serial})
 	}
 }
 
@@ -388,16 +391,11 @@ func (s *scheduler) noteExec(p *proc) {
 
 // markRechecks tells the outputs the processes whose rechecks fell due.
 func (s *scheduler) markRechecks() {
-	q, now := &s.rechecks, s.clock()
-	for ; q.head < len(q.q) && q.q[q.head].at <= now; q.head++ {
-		if e := q.q[q.head]; s.stands(e, true) {
+	now := s.clock()
+	for ; len(s.rechecks) > 0 && s.rechecks[0].at <= now; s.rechecks = s.rechecks[1:] {
+		if e := s.rechecks[0]; s.stands(e, true) {
 			s.out.touch(int(e.pid))
 		}
-	}
-	// Reuse the space of the entries gone: at once when none is left,
-	// else once they are most of it.
-	if q.head == len(q.q) || q.head > len(q.q)/2 && q.head > 1024 {
-		q.q, q.head = append(q.q[:0], q.q[q.head:]...), 0
 	}
 }
 
@@ -489,39 +487,15 @@ func (s *scheduler) noteLost(lost Sources, scanning bool) bool {
 	if lost&PublicationEvents != 0 {
 		s.host.pubLostAt = now
 	}
-	return !scanning && pace(&s.host.lostScanAt, now, s.cfg.RecheckInterval)
+	return !scanning && s.lostScan.Allow(now, s.cfg.RecheckInterval)
 }
 
 // allowScanSoon reports whether ScanSoon starts a scan, with a listing,
 // now: at most one per Config.RecheckInterval.
 func (s *scheduler) allowScanSoon(scanning bool) bool {
-	if scanning || !pace(&s.host.soonScanAt, s.clock(), s.cfg.RecheckInterval) {
+	if scanning || !s.soonScan.Allow(s.clock(), s.cfg.RecheckInterval) {
 		return false
 	}
 	s.host.relist = true
 	return true
-}
-
-// warn reports whether the warning w about n processes is given now (the
-// processes it names are read for it): at most one per
-// Config.WarningInterval.
-func (s *scheduler) warn(w warning, n int) bool {
-	before := s.host.warnedAt[w]
-	if n == 0 || !pace(&s.host.warnedAt[w], s.clock(), s.cfg.WarningInterval) {
-		return false
-	}
-	s.host.warnedBefore[w] = before
-	return true
-}
-
-// unwarn takes back the last warning w: it said nothing (every denial it
-// described is one no setting lifts); the next one that does is given at
-// once.
-func (s *scheduler) unwarn(w warning) { s.host.warnedAt[w] = s.host.warnedBefore[w] }
-
-// paceAccess reports whether the collector's own privileges are read again
-// now: they do not change while it runs (Yama may), once per
-// Config.WarningInterval.
-func (s *scheduler) paceAccess() bool {
-	return pace(&s.host.accessAt, s.clock(), s.cfg.WarningInterval)
 }

@@ -68,7 +68,7 @@ func (p *instance) newBatch() *batch {
 		b = &batch{p: p}
 	}
 	b.tv, b.snap, b.begun = tv, tv.tracker.Snapshot(), time.Now()
-	b.missDue = p.misses.due(b.begun)
+	b.missDue = p.misses.Due(b.begun.UnixNano(), missLogInterval)
 	return b
 }
 

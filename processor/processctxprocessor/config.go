@@ -64,9 +64,10 @@ type Config struct {
 	// follow entities need not guess them from attribute names. On by
 	// default; off, only attributes are added.
 	EntityRefs bool `mapstructure:"entity_refs"`
-	// Unknown holds the keys of the configuration that are none of the
-	// above (typos, the extension's keys): Validate names them.
-	Unknown map[string]any `mapstructure:",remain"`
+	// Leftovers holds the keys of the configuration that are none of the
+	// above (typos, the extension's keys) and the values of the wrong
+	// type: Validate names them.
+	configkeys.Leftovers `mapstructure:",squash"`
 
 	// deprecated are the keys of an older form the configuration used
 	// (override, include, exclude), for a warning at start.
@@ -91,7 +92,7 @@ func createDefaultConfig() *Config {
 
 // Validate implements confmap.Validator: it reports every problem, by key.
 func (c *Config) Validate() error {
-	errs := []error{configkeys.Unknown(c, c.Unknown, configkeys.Elsewhere{Name: "the process_context extension", Config: sharedtracker.Settings{}})}
+	errs := []error{c.Err(c, configkeys.Elsewhere{Name: "the process_context extension", Config: sharedtracker.Settings{}})}
 	switch {
 	case len(c.PIDAttributes) == 0:
 		errs = append(errs, errors.New("pid_attributes must list at least one attribute key"))
@@ -142,8 +143,8 @@ type plainConfig Config
 // override as attributes.identity.override (it now decides for the
 // identity family only), include / exclude, lists of keys, as strict
 // patterns of attributes.include / exclude. Setting both forms of one key
-// is refused. Unknown keys are Validate's, and a value of the wrong type
-// is said by its key, never a Go type (configkeys).
+// is refused. Unknown keys and values of the wrong type are Validate's
+// to say, by their keys, never a Go type (configkeys).
 func (c *Config) Unmarshal(conf *confmap.Conf) error {
 	c.deprecated = nil
 	var errs []error
@@ -180,5 +181,5 @@ func (c *Config) Unmarshal(conf *confmap.Conf) error {
 			return fmt.Errorf("move %s to %s: %w", r.old, r.new, err)
 		}
 	}
-	return configkeys.Decode(conf, (*plainConfig)(c))
+	return configkeys.Decode(conf, (*plainConfig)(c), &c.Leftovers)
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/processctx/otelcol-processctx/internal/attrpolicy"
 	"github.com/processctx/otelcol-processctx/internal/entitymodel"
+	"github.com/processctx/otelcol-processctx/internal/ratelimit"
 	"github.com/processctx/otelcol-processctx/internal/sharedtracker"
 	"github.com/processctx/otelcol-processctx/internal/tracker"
 	"github.com/processctx/otelcol-processctx/internal/trackerstatus"
@@ -48,7 +49,7 @@ type instance struct {
 	signal string
 	tel    *telemetry
 	// misses paces the log line about telemetry without a pid.
-	misses missReport
+	misses ratelimit.Limiter
 	// started is nil before start and after shutdown: data then passes
 	// through.
 	started atomic.Pointer[trackerView]

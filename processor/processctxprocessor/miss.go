@@ -13,7 +13,6 @@ package processctxprocessor
 import (
 	"slices"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -27,22 +26,6 @@ const missLogInterval = time.Minute
 
 // maxMissKeys bounds the pid-like keys a log line names.
 const maxMissKeys = 16
-
-// missReport paces the log line: the time before which none is written.
-type missReport struct {
-	next atomic.Int64 // unix nanoseconds
-}
-
-// due reports whether a line may be written at now: a batch that finds
-// items without a pid then notes the keys they carry.
-func (m *missReport) due(now time.Time) bool { return now.UnixNano() >= m.next.Load() }
-
-// claim reports whether the caller writes the line of now (one caller of
-// the batches running at once does), and makes the next one wait.
-func (m *missReport) claim(now time.Time) bool {
-	next := m.next.Load()
-	return now.UnixNano() >= next && m.next.CompareAndSwap(next, now.Add(missLogInterval).UnixNano())
-}
 
 // missKeys are the pid-like keys a batch saw on items without a pid,
 // while its line is due; a few, each once.
@@ -100,7 +83,8 @@ func (b *batch) missed(attrs pcommon.Map, n int) {
 // reportMisses writes the line about the batch's items without a pid, if
 // it has any and the line is due.
 func (b *batch) reportMisses() {
-	if b.counts.noPID == 0 || !b.missDue || !b.p.misses.claim(time.Now()) {
+	// One of the batches running at once writes it.
+	if b.counts.noPID == 0 || !b.missDue || !b.p.misses.Allow(time.Now().UnixNano(), missLogInterval) {
 		return
 	}
 	fields := []zap.Field{

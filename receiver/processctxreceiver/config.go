@@ -78,9 +78,10 @@ type Config struct {
 	// stated again every report_interval), then the oldest deletes. A
 	// delete waits at most report_interval.
 	QueueSize int `mapstructure:"queue_size"`
-	// Unknown holds the keys of the configuration that are none of the
-	// above (typos, the extension's keys): Validate names them.
-	Unknown map[string]any `mapstructure:",remain"`
+	// Leftovers holds the keys of the configuration that are none of the
+	// above (typos, the extension's keys) and the values of the wrong
+	// type: Validate names them.
+	configkeys.Leftovers `mapstructure:",squash"`
 }
 
 // defaultRetry is the exporters' backoff, sooner at first (entity events
@@ -117,14 +118,14 @@ const (
 )
 
 // Unmarshal reads the component's section; a value of the wrong type is
-// said by its key and the kind of value wanted, not by a Go type.
-func (c *Config) Unmarshal(conf *confmap.Conf) error { return configkeys.Decode(conf, c) }
+// Validate's to say, by its key and the kind of value wanted.
+func (c *Config) Unmarshal(conf *confmap.Conf) error { return configkeys.Decode(conf, c, &c.Leftovers) }
 
 // Validate implements confmap.Validator.
 func (c *Config) Validate() error {
 	// confmap validates RetryOnFailure (non-negative values); the floors of
 	// its durations are ours.
-	errs := []error{configkeys.Unknown(c, c.Unknown, configkeys.Elsewhere{Name: "the process_context extension", Config: sharedtracker.Settings{}})}
+	errs := []error{c.Err(c, configkeys.Elsewhere{Name: "the process_context extension", Config: sharedtracker.Settings{}})}
 	if c.ReportInterval <= 0 {
 		errs = append(errs, fmt.Errorf("report_interval must be positive, got %s", c.ReportInterval))
 	}

@@ -9,6 +9,8 @@ import (
 	"github.com/cenkalti/backoff/v5"
 	"go.opentelemetry.io/collector/config/configretry"
 	"go.uber.org/zap"
+
+	"github.com/processctx/otelcol-processctx/internal/ratelimit"
 )
 
 // refusalReportInterval bounds the log lines of a refusal that lasts.
@@ -25,9 +27,11 @@ type deliveryState struct {
 	c   <-chan time.Time
 	now func() time.Time
 
-	failingSince  time.Time // zero while delivery works
-	refusals      int       // since failingSince
-	reportedAt    time.Time
+	failingSince time.Time // zero while delivery works
+	refusals     int       // since failingSince
+	// reports paces the lines of refusals that go on, at most one per
+	// refusalReportInterval.
+	reports       ratelimit.Limiter
 	permanentSeen bool
 }
 
@@ -59,11 +63,11 @@ func (d *deliveryState) refused(logger *zap.Logger, pending int, err error) {
 	now := d.now()
 	wait := d.backoff.NextBackOff()
 	if d.failingSince.IsZero() {
-		d.failingSince, d.reportedAt = now, now
+		d.failingSince = now
+		d.reports.Note(now.UnixNano())
 		logger.Warn("Entity events refused by the next consumer; kept and retried",
 			zap.Int("pending", pending), zap.Duration("retry_in", wait), zap.Error(err))
-	} else if now.Sub(d.reportedAt) >= refusalReportInterval {
-		d.reportedAt = now
+	} else if d.reports.Allow(now.UnixNano(), refusalReportInterval) {
 		logger.Warn("Entity events still refused by the next consumer",
 			zap.Int("pending", pending), zap.Int("refusals", d.refusals+1),
 			zap.Duration("since", now.Sub(d.failingSince)), zap.Duration("retry_in", wait), zap.Error(err))
@@ -108,11 +112,9 @@ func (d *deliveryState) permanent(logger *zap.Logger, events int, err error) {
 
 // dropped reports events refused while retries are disabled.
 func (d *deliveryState) dropped(logger *zap.Logger, events int, err error) {
-	now := d.now()
-	if !d.reportedAt.IsZero() && now.Sub(d.reportedAt) < refusalReportInterval {
+	if !d.reports.Allow(d.now().UnixNano(), refusalReportInterval) {
 		return
 	}
-	d.reportedAt = now
 	logger.Warn("Entity events refused by the next consumer and dropped (retry_on_failure is disabled)",
 		zap.Int("events", events), zap.Error(err))
 }

@@ -95,8 +95,8 @@ service:
 		{"extension not in service", "extensions:\n  process_context:\n", "[]", "process_context processor: no process_context extension"},
 		{"root_path not a procfs", "extensions:\n  process_context:\n    root_path: /tmp\n", "[process_context]",
 			`extensions::process_context: root_path "/tmp": procfs at /tmp/proc: `},
-		{"unknown event source", "extensions:\n  process_context:\n    publication_events: kprobes\n", "[process_context]",
-			`extensions::process_context: publication_events must be "auto", "fexit", "syscall_tracepoints", "raw_sys_exit" or "none", got "kprobes"`},
+		{"unknown event source", "extensions:\n  process_context:\n    publication_events: sys_exit\n", "[process_context]",
+			`extensions::process_context: publication_events must be "auto", "fexit", "kprobe", "syscall_tracepoints", "raw_sys_exit" or "none", got "sys_exit"`},
 		{"misspelt key", "extensions:\n  process_context:\n    colection_interval: 5s\n", "[process_context]",
 			`extensions::process_context: unknown key "colection_interval" (did you mean "collection_interval"?)`},
 	} {

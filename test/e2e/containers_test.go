@@ -333,16 +333,7 @@ func TestImageReadsTheJournal(t *testing.T) {
 		"-v", journal.Dir+":/var/log/journal:ro",
 		"-v", "/etc/machine-id:/etc/machine-id:ro",
 		image)
-	logs := func() string {
-		out, _ := exec.Command(podman(t), "logs", name).CombinedOutput()
-		return string(out)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("collector logs:\n%s", logs())
-		}
-		_ = exec.Command(podman(t), "rm", "-f", "-t", "2", name).Run()
-	})
+	logs := containerLogs(t, name)
 	require.Eventually(t, func() bool { return strings.Contains(logs(), "Everything is ready") },
 		30*time.Second, 50*time.Millisecond, "the collector in its container starts")
 	assert.Equal(t, "10001:10001", podmanOut(t, "inspect", "--format", "{{.Config.User}}", image), "the image's user")
@@ -355,4 +346,22 @@ func TestImageReadsTheJournal(t *testing.T) {
 	waitOutput(t, backend, "the entry with its process's service", "service.name: Str(journal-in-a-container)")
 	assert.Contains(t, resourceBlock(backend.Output.String(), "ResourceLog #", "image-journald-line"), "service.name: Str(journal-in-a-container)")
 	assert.NotContains(t, logs(), "journalctl command exited", "journalctl ran in the image")
+}
+
+// containerLogs returns what the container name printed so far; the
+// container is removed when the test ends, its logs printed first if the
+// test failed.
+func containerLogs(t *testing.T, name string) func() string {
+	t.Helper()
+	logs := func() string {
+		out, _ := exec.Command(podman(t), "logs", name).CombinedOutput()
+		return string(out)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("collector logs:\n%s", logs())
+		}
+		_ = exec.Command(podman(t), "rm", "-f", "-t", "2", name).Run()
+	})
+	return logs
 }

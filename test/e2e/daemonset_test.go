@@ -43,4 +43,8 @@ receivers:
 	assert.Equal(t, "on-the-host", events[0].attrs["service.name"])
 	assert.Equal(t, int64(p.Pid), events[0].attrs["process.pid"])
 	assert.NotContains(t, col.Output.String(), "not the host's procfs")
+	// The proc connector does not answer outside the host's pid
+	// namespace: the start-up says so, and how to run in it.
+	assert.Contains(t, col.Output.String(), "the proc connector serves only the host's pid namespace, and the collector runs in its own: "+
+		"run it in the host's (podman or docker: --pid host; Kubernetes: hostPID)")
 }

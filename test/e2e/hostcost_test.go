@@ -114,17 +114,21 @@ func TestLatePublisherAtDefaults(t *testing.T) {
 
 // BenchmarkHostCost is what the collector costs the host's other
 // processes: the CPU time of a getppid syscall in another process (a C
-// loop of HOSTCOST_SYSCALLS, default 10,000,000), without the collector
-// and with it running at its defaults and with each publication event
-// source, interleaved round by round (HOSTCOST_ROUNDS, default 5). Each
-// loop starts once the collector's start-up work is over (hostCostSettle),
-// so that it measures what a running collector costs. It reports the
-// median ns per syscall without the collector and each variant's median
-// ratio to it; a source the kernel refuses is left out.
+// loop of HOSTCOST_SYSCALLS, default 10,000,000), and of an mmap and
+// munmap of a page (HOSTCOST_MUNMAPS, default 1,000,000: munmap is one of
+// the three syscalls the publication events hook, and every process makes
+// it), without the collector and with it running at its defaults and
+// with each publication event source, interleaved round by round
+// (HOSTCOST_ROUNDS, default 5). Each loop starts once the collector's
+// start-up work is over (hostCostSettle), so that it measures what a
+// running collector costs. It reports the median ns per syscall (per
+// mmap and munmap) without the collector and each variant's median ratio
+// to it; a source the kernel refuses is left out.
 func BenchmarkHostCost(b *testing.B) {
 	pubtest.RequireRoot(b)
 	loop := buildGetppid(b)
 	syscalls := envInt(b, "HOSTCOST_SYSCALLS", 10_000_000)
+	munmaps := envInt(b, "HOSTCOST_MUNMAPS", 1_000_000)
 	rounds := envInt(b, "HOSTCOST_ROUNDS", 5)
 	variants := []struct {
 		name      string
@@ -135,10 +139,12 @@ func BenchmarkHostCost(b *testing.B) {
 		{"defaults", true, ""},
 		{"poll", true, "    discovery: poll"},
 		{"fexit", true, "    publication_events: fexit"},
+		{"kprobe", true, "    publication_events: kprobe"},
 		{"syscall_tracepoints", true, "    publication_events: syscall_tracepoints"},
 		{"raw_sys_exit", true, "    publication_events: raw_sys_exit"},
 	}
-	ns := map[string][]float64{}
+	// Per variant, the ns per getppid and per mmap + munmap of each round.
+	ns, munmapNS := map[string][]float64{}, map[string][]float64{}
 	refused := map[string]string{}
 	for range b.N {
 		for r := 0; r < rounds; r++ {
@@ -161,6 +167,7 @@ func BenchmarkHostCost(b *testing.B) {
 					time.Sleep(hostCostSettle)
 				}
 				ns[v.name] = append(ns[v.name], runGetppid(b, loop, syscalls))
+				munmapNS[v.name] = append(munmapNS[v.name], runGetppid(b, loop, munmaps, "munmap"))
 				if col != nil {
 					col.Stop(b)
 				}
@@ -169,19 +176,27 @@ func BenchmarkHostCost(b *testing.B) {
 	}
 	base := median(ns["without"])
 	b.ReportMetric(base, "ns/syscall-without")
-	b.Logf("without: %.1f ns per getppid (runs %v)", base, ns["without"])
+	b.ReportMetric(median(munmapNS["without"]), "ns/munmap-without")
+	b.Logf("without: %.1f ns per getppid (runs %v), %.1f ns per mmap + munmap (runs %v)",
+		base, ns["without"], median(munmapNS["without"]), munmapNS["without"])
 	for _, v := range variants[1:] {
 		if why := refused[v.name]; why != "" {
 			b.Logf("%s: refused here: %s", v.name, why)
 			continue
 		}
-		ratios := make([]float64, len(ns[v.name]))
-		for i, x := range ns[v.name] {
-			ratios[i] = x / ns["without"][i]
+		for _, loop := range []struct {
+			what, unit string
+			ns         map[string][]float64
+		}{{"getppid", "x-", ns}, {"mmap + munmap", "x-munmap-", munmapNS}} {
+			runs := loop.ns[v.name]
+			ratios := make([]float64, len(runs))
+			for i, x := range runs {
+				ratios[i] = x / loop.ns["without"][i]
+			}
+			b.Logf("%s: %.1f ns per %s (runs %v); ratio to the same round without: median %.3fx (%v)",
+				v.name, median(runs), loop.what, runs, median(ratios), ratios)
+			b.ReportMetric(median(ratios), loop.unit+v.name)
 		}
-		b.Logf("%s: %.1f ns per getppid (runs %v); ratio to the same round without: median %.3fx (%v)",
-			v.name, median(ns[v.name]), ns[v.name], median(ratios), ratios)
-		b.ReportMetric(median(ratios), "x-"+v.name)
 	}
 }
 
@@ -203,8 +218,10 @@ func buildGetppid(b *testing.B) string {
 	return bin
 }
 
-func runGetppid(b *testing.B, bin string, n int) float64 {
-	out, err := exec.Command(bin, strconv.Itoa(n)).Output()
+// runGetppid runs the loop of n calls (args: "munmap" for mmap and munmap
+// pairs) and returns the ns of one.
+func runGetppid(b *testing.B, bin string, n int, args ...string) float64 {
+	out, err := exec.Command(bin, append([]string{strconv.Itoa(n)}, args...)...).Output()
 	if err != nil {
 		b.Fatalf("%s: %v", bin, err)
 	}

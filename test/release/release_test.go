@@ -5,6 +5,7 @@ package release
 
 import (
 	"archive/tar"
+	"bytes"
 	"compress/gzip"
 	"debug/elf"
 	"encoding/json"
@@ -94,16 +95,23 @@ func TestRelease(t *testing.T) {
 	// container tests use.
 	registry := "localhost/processctx-release-test"
 	image := registry + "/" + name + ":" + version
-	t.Cleanup(func() { _ = exec.Command("podman", "rmi", "--force", image).Run() })
+	arches := strings.Fields(pubtest.MakeVar(t, "ARCHES"))
+	t.Cleanup(func() {
+		// make image's manifest list, and the image of each architecture.
+		_ = exec.Command("podman", "manifest", "rm", image).Run()
+		for _, arch := range arches {
+			_ = exec.Command("podman", "rmi", "--force", image+"-"+arch).Run()
+		}
+	})
 
 	began := time.Now()
 	out, err := makeRelease(t, []string{"RELEASE_ALLOW_DIRTY=1"}, "VERSION="+version, "REGISTRY="+registry, "RELEASE_DIR="+dir)
 	require.NoError(t, err, "make release:\n%s", out)
 	t.Logf("make release took %s", time.Since(began).Round(time.Second))
 
-	host := map[string]string{"amd64": "amd64", "arm64": "arm64"}[runtime.GOARCH]
+	assert.ElementsMatch(t, []string{"amd64", "arm64"}, arches, "the Makefile's ARCHES")
 	archives := []string{name + "_" + version + "_linux_amd64.tar.gz", name + "_" + version + "_linux_arm64.tar.gz"}
-	imageArchive := name + "_" + version + "_image_linux_" + host + ".tar"
+	imageArchive := name + "_" + version + "_image.tar"
 	var files []string
 	entries, err := os.ReadDir(dir)
 	require.NoError(t, err)
@@ -137,7 +145,7 @@ func TestRelease(t *testing.T) {
 				require.NoError(t, err)
 				assert.NotZero(t, info.Mode()&0o111, "%s is not executable", bin)
 			}
-			if arch == host {
+			if arch == runtime.GOARCH {
 				out, err := exec.Command(filepath.Join(got.dir, top, name), "--version").CombinedOutput()
 				require.NoError(t, err, "%s", out)
 				assert.Equal(t, name+" version "+version, strings.TrimSpace(string(out)))
@@ -155,9 +163,34 @@ func TestRelease(t *testing.T) {
 		assert.Equal(t, "Apache-2.0 AND (GPL-2.0-only OR BSD-2-Clause)", labels["org.opencontainers.image.licenses"])
 		assert.Equal(t, revision(t, root), labels["org.opencontainers.image.revision"])
 
-		got := untar(t, filepath.Join(dir, imageArchive), "")
-		assert.Contains(t, got.names, "oci-layout", "the image archive is no OCI archive")
-		assert.Contains(t, got.names, "index.json", "the image archive is no OCI archive")
+		// make image's manifest list names both architectures; the archive
+		// holds it as an OCI index, named as the image, and both images,
+		// each with its architecture's collector and journalctl.
+		platforms := manifestListPlatforms(t, image)
+		assert.ElementsMatch(t, []string{"linux/amd64", "linux/arm64"}, platforms, "podman manifest inspect %s", image)
+
+		ref, images := readOCIArchive(t, filepath.Join(dir, imageArchive))
+		assert.Equal(t, image, ref, "the archive's index names the image")
+		require.Len(t, images, 2, "the archive's index names one image per architecture")
+		for _, arch := range []string{"amd64", "arm64"} {
+			img, ok := images["linux/"+arch]
+			if !assert.True(t, ok, "the archive's index names no linux/%s image", arch) {
+				continue
+			}
+			assert.Equal(t, arch, img.config.Architecture, "linux/%s: the config's architecture", arch)
+			assert.Equal(t, version, img.config.Config.Labels["org.opencontainers.image.version"], "linux/%s", arch)
+			assert.Equal(t, revision(t, root), img.config.Config.Labels["org.opencontainers.image.revision"], "linux/%s", arch)
+			machine := map[string]elf.Machine{"amd64": elf.EM_X86_64, "arm64": elf.EM_AARCH64}[arch]
+			for _, file := range []string{name, "usr/bin/journalctl"} {
+				data, ok := img.files[file]
+				if !assert.True(t, ok, "linux/%s: the image has no /%s", arch, file) {
+					continue
+				}
+				f, err := elf.NewFile(bytes.NewReader(data))
+				require.NoError(t, err, "linux/%s: /%s is no ELF file", arch, file)
+				assert.Equal(t, machine, f.Machine, "linux/%s: /%s", arch, file)
+			}
+		}
 	})
 
 	t.Run("notes", func(t *testing.T) {
@@ -177,6 +210,122 @@ func TestRelease(t *testing.T) {
 			assert.Contains(t, text, "| `"+file+"` | `"+sum+"` |")
 		}
 	})
+}
+
+// manifestListPlatforms is what podman's manifest list image names.
+func manifestListPlatforms(t *testing.T, image string) []string {
+	t.Helper()
+	out, err := exec.Command("podman", "manifest", "inspect", image).CombinedOutput()
+	require.NoError(t, err, "podman manifest inspect %s: %s", image, out)
+	var list ociIndex
+	require.NoError(t, json.Unmarshal(out, &list), "%s", out)
+	var platforms []string
+	for _, m := range list.Manifests {
+		platforms = append(platforms, m.Platform.OS+"/"+m.Platform.Architecture)
+	}
+	return platforms
+}
+
+// ociIndex is an OCI image index (or a Docker manifest list, which has
+// the same fields).
+type ociIndex struct {
+	Manifests []ociDescriptor `json:"manifests"`
+}
+
+type ociDescriptor struct {
+	MediaType   string            `json:"mediaType"`
+	Digest      string            `json:"digest"`
+	Annotations map[string]string `json:"annotations"`
+	Platform    struct {
+		OS           string `json:"os"`
+		Architecture string `json:"architecture"`
+	} `json:"platform"`
+}
+
+// ociImage is one platform's image in an OCI archive: its config, and the
+// files of its layers that readOCIArchive keeps (the collector,
+// journalctl).
+type ociImage struct {
+	config struct {
+		Architecture string `json:"architecture"`
+		OS           string `json:"os"`
+		Config       struct {
+			Labels map[string]string `json:"Labels"`
+		} `json:"config"`
+	}
+	files map[string][]byte
+}
+
+// readOCIArchive reads an OCI archive whose index.json names one image
+// index: that index's name (org.opencontainers.image.ref.name) and the
+// image of each platform it names, by "os/architecture".
+func readOCIArchive(t *testing.T, path string) (string, map[string]ociImage) {
+	t.Helper()
+	dir := t.TempDir()
+	got := untar(t, path, dir)
+	require.Contains(t, got.names, "oci-layout", "the image archive is no OCI archive")
+	var top ociIndex
+	readJSON(t, filepath.Join(dir, "index.json"), &top)
+	require.Len(t, top.Manifests, 1, "index.json names one image index")
+	require.Equal(t, "application/vnd.oci.image.index.v1+json", top.Manifests[0].MediaType, "index.json names an image index")
+	blob := func(d string) string {
+		algorithm, hex, ok := strings.Cut(d, ":")
+		require.True(t, ok, "digest %q", d)
+		return filepath.Join(dir, "blobs", algorithm, hex)
+	}
+	var index ociIndex
+	readJSON(t, blob(top.Manifests[0].Digest), &index)
+	images := map[string]ociImage{}
+	for _, m := range index.Manifests {
+		var manifest struct {
+			Config ociDescriptor   `json:"config"`
+			Layers []ociDescriptor `json:"layers"`
+		}
+		readJSON(t, blob(m.Digest), &manifest)
+		img := ociImage{files: map[string][]byte{}}
+		readJSON(t, blob(manifest.Config.Digest), &img.config)
+		for _, layer := range manifest.Layers {
+			readLayer(t, blob(layer.Digest), strings.HasSuffix(layer.MediaType, "+gzip"), img.files, name, "usr/bin/journalctl")
+		}
+		images[m.Platform.OS+"/"+m.Platform.Architecture] = img
+	}
+	return top.Manifests[0].Annotations["org.opencontainers.image.ref.name"], images
+}
+
+// readLayer puts the contents of a layer's files named in keep into files.
+func readLayer(t *testing.T, path string, gzipped bool, files map[string][]byte, keep ...string) {
+	t.Helper()
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	var r io.Reader = f
+	if gzipped {
+		gz, err := gzip.NewReader(f)
+		require.NoError(t, err, "layer %s", path)
+		defer func() { _ = gz.Close() }()
+		r = gz
+	}
+	tr := tar.NewReader(r)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return
+		}
+		require.NoError(t, err, "layer %s", path)
+		if n := strings.TrimPrefix(filepath.Clean(h.Name), "/"); h.Typeflag == tar.TypeReg && slices.Contains(keep, n) {
+			data, err := io.ReadAll(tr)
+			require.NoError(t, err)
+			files[n] = data
+		}
+	}
+}
+
+// readJSON decodes the JSON file at path into v.
+func readJSON(t *testing.T, path string, v any) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(data, v), "%s: %s", path, data)
 }
 
 // revision is the commit a release of this work tree is labelled with.

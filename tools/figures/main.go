@@ -149,10 +149,14 @@ var figures = []figure{
 	// What the collector costs the host's other processes.
 	{name: "A `getppid` loop beside the collector at its defaults, over the same loop without it", goal: "≤ 1.02x (issue 20)",
 		bench: "BenchmarkHostCost", unit: "x-defaults", format: "%.2fx", command: cmdHostCost},
+	{name: "… beside `publication_events: kprobe` (what `auto` takes where the kernel refuses fexit)", goal: "≤ 1.02x",
+		bench: "BenchmarkHostCost", unit: "x-kprobe", format: "%.2fx", command: cmdHostCost},
 	{name: "… beside `publication_events: syscall_tracepoints` (opt-in)",
 		bench: "BenchmarkHostCost", unit: "x-syscall_tracepoints", format: "%.2fx", command: cmdHostCost},
 	{name: "… beside `publication_events: raw_sys_exit` (opt-in)",
 		bench: "BenchmarkHostCost", unit: "x-raw_sys_exit", format: "%.2fx", command: cmdHostCost},
+	{name: "An mmap + munmap loop (munmap is hooked) beside the collector at its defaults, over the same loop without it",
+		bench: "BenchmarkHostCost", unit: "x-munmap-defaults", format: "%.2fx", command: cmdHostCost},
 
 	// Latency, 100 publishers.
 	{name: "Publication → entity state, p99, with every event source the kernel allows", goal: "≤ 100 ms (issue 12)",

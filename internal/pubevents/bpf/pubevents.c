@@ -5,15 +5,16 @@
  * every update), creates a memfd named OTEL_CTX (a publish is coming), or
  * unmaps the context mapping of a process user space tracks.
  *
- * Neither kprobes nor tracefs: BTF-typed tracing programs, run after the
- * syscall, so an event describes a finished syscall (a memfd that exists,
- * an unmap that is done: a reader never races the kernel), and a user
- * string the kernel itself read is resident when we read it (a tracing
- * program cannot fault pages in). Three ways to attach, chosen in Go:
- * fexit on the three syscall entry points (nothing else pays); the exit
- * events of the three syscalls (every syscall takes the slow path, only
- * these run a program); the raw sys_exit tracepoint (every syscall runs
- * the program).
+ * Every program runs after the syscall, so an event describes a finished
+ * syscall (a memfd that exists, an unmap that is done: a reader never
+ * races the kernel), and a user string the kernel itself read is resident
+ * when we read it (a tracing program cannot fault pages in). Four ways to
+ * attach, chosen in Go: fexit on the three syscall entry points (nothing
+ * else pays); a kretprobe on prctl's and memfd_create's (nothing else pays
+ * either, each of their calls costs more, and unmaps go unreported); the
+ * exit events of the three syscalls (every
+ * syscall takes the slow path, only these run a program); the raw
+ * sys_exit tracepoint (every syscall runs the program).
  *
  * No vmlinux.h: the few kernel types used are declared below and relocated
  * against the running kernel's BTF (CO-RE).
@@ -46,7 +47,7 @@ typedef __u32 __wsum;
 #if defined(__TARGET_ARCH_x86)
 /* The syscall's saved user registers; only the fields read here. */
 struct pt_regs {
-	unsigned long di, si, dx, r10, r8, orig_ax;
+	unsigned long di, si, dx, r10, r8, ax, orig_ax;
 } __attribute__((preserve_access_index));
 /*
  * regs is a BTF-typed pointer in these programs: plain loads, relocated by
@@ -59,6 +60,8 @@ struct pt_regs {
 #define SYSCALL_ARG4(regs) ((regs)->r10)
 #define SYSCALL_ARG5(regs) ((regs)->r8)
 #define SYSCALL_NR(regs) ((long)(regs)->orig_ax)
+/* A kretprobe's registers: the function's return value. */
+#define RETURN_VALUE(ctx) ((long)(ctx)->ax)
 
 /* x86_64 numbers (asm/unistd_64.h). */
 #define NR_munmap 11
@@ -73,15 +76,62 @@ struct task_struct {
 	struct thread_info thread_info;
 } __attribute__((preserve_access_index));
 #define TS_COMPAT 0x0002 /* a 32-bit syscall is running */
+/* 32-bit syscalls have entry points of their own (__ia32_sys_*). */
+#define COMPAT_REACHES_ENTRY_POINTS 0
 
-static __always_inline int in_compat_syscall(void)
+/*
+ * A 32-bit syscall: only the raw sys_exit tracepoint sees them (with their
+ * own numbers); the 64-bit entry points and their exit events do not.
+ */
+static __always_inline int in_compat_syscall(const struct pt_regs *regs)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 
 	return task->thread_info.status & TS_COMPAT;
 }
+#elif defined(__TARGET_ARCH_arm64)
+/*
+ * The syscall's saved user registers; only the fields read here (regs is
+ * in an anonymous union of the kernel's struct, which CO-RE looks into).
+ */
+struct pt_regs {
+	unsigned long regs[31];
+	unsigned long pstate;
+	unsigned long orig_x0;
+	int syscallno;
+} __attribute__((preserve_access_index));
+/*
+ * x0 holds the return value once the syscall returned (the exit events
+ * and sys_exit run after that): the first argument is kept in orig_x0.
+ */
+#define SYSCALL_ARG1(regs) ((regs)->orig_x0)
+#define SYSCALL_ARG2(regs) ((regs)->regs[1])
+#define SYSCALL_ARG3(regs) ((regs)->regs[2])
+#define SYSCALL_ARG4(regs) ((regs)->regs[3])
+#define SYSCALL_ARG5(regs) ((regs)->regs[4])
+#define SYSCALL_NR(regs) ((long)(regs)->syscallno)
+/* A kretprobe's registers: the function's return value. */
+#define RETURN_VALUE(ctx) ((long)(ctx)->regs[0])
+
+/* arm64 numbers (asm-generic/unistd.h). */
+#define NR_munmap 215
+#define NR_prctl 167
+#define NR_memfd_create 279
+
+#define PSR_MODE32_BIT 0x10 /* the task runs AArch32 code */
+#define COMPAT_REACHES_ENTRY_POINTS 1
+
+/*
+ * A syscall of a 32-bit (AArch32) task. Unlike x86's, arm64's compat
+ * table calls the same __arm64_sys_prctl and __arm64_sys_munmap as 64-bit
+ * tasks: every mechanism skips them, as on x86_64.
+ */
+static __always_inline int in_compat_syscall(const struct pt_regs *regs)
+{
+	return regs->pstate & PSR_MODE32_BIT;
+}
 #else
-#error "pubevents: only x86_64 syscall registers are declared"
+#error "pubevents: only the syscall registers of x86_64 and arm64 are declared"
 #endif
 
 enum event_kind {
@@ -188,6 +238,8 @@ static __always_inline __u32 current_tgid(void)
  */
 static __always_inline void handle_prctl(const struct pt_regs *regs)
 {
+	if (COMPAT_REACHES_ENTRY_POINTS && in_compat_syscall(regs))
+		return;
 	if (SYSCALL_ARG1(regs) != PR_SET_VMA || SYSCALL_ARG2(regs) != PR_SET_VMA_ANON_NAME)
 		return;
 	if (!is_ctx_name((const void *)SYSCALL_ARG5(regs)))
@@ -202,7 +254,7 @@ static __always_inline void handle_prctl(const struct pt_regs *regs)
  */
 static __always_inline void handle_memfd_create(const struct pt_regs *regs, long ret)
 {
-	if (ret < 0)
+	if (ret < 0 || (COMPAT_REACHES_ENTRY_POINTS && in_compat_syscall(regs)))
 		return;
 	if (!is_ctx_name((const void *)SYSCALL_ARG1(regs)))
 		return;
@@ -217,7 +269,7 @@ static __always_inline void handle_memfd_create(const struct pt_regs *regs, long
  */
 static __always_inline void handle_munmap(const struct pt_regs *regs, long ret)
 {
-	if (ret != 0)
+	if (ret != 0 || (COMPAT_REACHES_ENTRY_POINTS && in_compat_syscall(regs)))
 		return;
 	__u32 tgid = current_tgid();
 	struct tracked_range *r = bpf_map_lookup_elem(&tracked, &tgid);
@@ -257,24 +309,49 @@ int BPF_PROG(on_munmap, const struct pt_regs *regs, long ret)
 }
 
 /*
+ * Where the kernel refuses BPF trampolines (arm64 before Linux 6.4, some
+ * hardened kernels): a kretprobe on the entry points of prctl and
+ * memfd_create. Only those syscalls pay (a breakpoint or an ftrace call on
+ * entry, a return trampoline on exit): no other syscall, and not munmap,
+ * which every process makes and a kprobe would make dearer (unmaps are
+ * then found by the reader's scans). The arguments are read from the
+ * task's saved user registers, as the exit events below do: a kretprobe
+ * sees the function's registers at its return. Go sets the targets.
+ */
+static __always_inline const struct pt_regs *current_regs(void)
+{
+	return (const struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+}
+
+SEC("kretprobe")
+int on_ret_prctl(struct pt_regs *ctx)
+{
+	handle_prctl(current_regs());
+	return 0;
+}
+
+SEC("kretprobe")
+int on_ret_memfd_create(struct pt_regs *ctx)
+{
+	handle_memfd_create(current_regs(), RETURN_VALUE(ctx));
+	return 0;
+}
+
+/*
  * Where the kernel refuses BPF trampolines: the syscall exit events of the
  * three syscalls (tracefs's syscalls/sys_exit_*). Only these syscalls run
  * a program; enabling any syscall event does move every task to the
  * kernel's slower syscall path (about 1 % per syscall, measured). Their
  * context holds the return value, not the arguments: those are in the
  * task's saved user registers, which a syscall leaves as they were (but
- * for ax). 32-bit syscalls do not fire these events.
+ * for the return value's register). 32-bit syscalls do not fire these
+ * events.
  */
 struct syscall_exit {
 	__u64 common; /* type, flags, preempt count, pid */
 	int nr;
 	long ret;
 };
-
-static __always_inline const struct pt_regs *current_regs(void)
-{
-	return (const struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
-}
 
 SEC("tracepoint/syscalls/sys_exit_prctl")
 int on_exit_prctl(struct syscall_exit *ctx)
@@ -311,7 +388,7 @@ int BPF_PROG(on_sys_exit, const struct pt_regs *regs, long ret)
 
 	if (nr != NR_prctl && nr != NR_memfd_create && nr != NR_munmap)
 		return 0;
-	if (in_compat_syscall())
+	if (in_compat_syscall(regs))
 		return 0;
 	if (nr == NR_prctl)
 		handle_prctl(regs);

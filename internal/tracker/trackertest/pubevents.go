@@ -12,12 +12,13 @@ import (
 
 // PublicationEvents returns the publication_events setting of the cheapest
 // eBPF source this kernel allows, for tests of a tracker with
-// discovery: events ("auto" takes fexit alone, which some kernels refuse);
+// discovery: events ("auto" takes fexit or kprobe, which some kernels
+// lack);
 // it skips the test where none loads.
 func PublicationEvents(t testing.TB) string {
 	t.Helper()
 	var errs []error
-	for _, m := range []pubevents.Mechanism{pubevents.Fexit, pubevents.SyscallTracepoints, pubevents.RawSysExit} {
+	for _, m := range []pubevents.Mechanism{pubevents.Fexit, pubevents.Kprobe, pubevents.SyscallTracepoints, pubevents.RawSysExit} {
 		w, err := pubevents.Load(pubevents.Options{Mechanism: m})
 		if err == nil {
 			_ = w.Close()

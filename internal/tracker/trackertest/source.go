@@ -88,3 +88,13 @@ func (s *Source) Tracked(pid int) uint64 {
 	defer s.mu.Unlock()
 	return s.tracked[pid]
 }
+
+// WithoutUnmaps returns s as a source that reports no unmaps, as the
+// kprobe mechanism's: it is no tracker.PublicationFilter.
+func (s *Source) WithoutUnmaps() tracker.EventSource { return withoutUnmaps{s} }
+
+type withoutUnmaps struct{ s *Source }
+
+func (w withoutUnmaps) Sources() tracker.Sources             { return w.s.Sources() }
+func (w withoutUnmaps) Run(notify func(tracker.Event)) error { return w.s.Run(notify) }
+func (w withoutUnmaps) Close() error                         { return w.s.Close() }

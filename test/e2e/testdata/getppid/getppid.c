@@ -4,7 +4,9 @@
 /*
  * getppid: the host's other process in BenchmarkHostCost. Makes N getppid
  * syscalls (the cheapest real syscall: what a hook on every syscall costs
- * shows most) in 20 stretches and prints the CPU time of one syscall in
+ * shows most) or, with "munmap" as second argument, N pairs of mmap and
+ * munmap of one page (munmap is one of the syscalls the publication events
+ * hook, which every process makes) in 20 stretches and prints the CPU time of one syscall in
  * the fastest stretch, in nanoseconds: CPU time, not wall time, so that
  * being preempted does not count, and the fastest stretch, so that what
  * else the shared machine did meanwhile (interrupts, a neighbour on the
@@ -16,6 +18,8 @@
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -30,9 +34,21 @@ static double now_ns(void)
 	return ts.tv_sec * 1e9 + ts.tv_nsec;
 }
 
+/* One mmap and munmap of a page not touched: the syscalls' own work. */
+static void map_unmap(void)
+{
+	void *p = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED || munmap(p, 4096) != 0) {
+		perror("mmap/munmap");
+		exit(1);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	long n = argc > 1 ? atol(argv[1]) : 10000000;
+	int munmaps = argc > 2 && strcmp(argv[2], "munmap") == 0;
 	long per = n / STRETCHES;
 	double best = 0;
 
@@ -50,8 +66,12 @@ int main(int argc, char **argv)
 	for (int s = 0; s < STRETCHES; s++) {
 		double start = now_ns();
 
-		for (long i = 0; i < per; i++)
-			syscall(SYS_getppid);
+		if (munmaps)
+			for (long i = 0; i < per; i++)
+				map_unmap();
+		else
+			for (long i = 0; i < per; i++)
+				syscall(SYS_getppid);
 		double ns = (now_ns() - start) / per;
 		if (s == 0 || ns < best)
 			best = ns;
