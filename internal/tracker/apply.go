@@ -105,13 +105,8 @@ func (l *loop) apply(r *request) {
 		l.out.dropEnded(r.pid, p.start) // an ended publication of the pid's previous process
 	}
 	p.kernel = r.res.kernel
-	if !r.noMaps {
-		// 0 when no stat said it before the maps, or when it may be the
-		// image the process forked from (no exec event renews it).
-		p.vsize = r.res.vsize
-		if r.res.newborn && l.events.live()&ProcessEvents == 0 {
-			p.vsize = 0
-		}
+	if !r.noMaps && (!r.res.newborn || l.events.live()&ProcessEvents != 0) {
+		p.vsize = r.res.vsize // a newborn's may be its parent's, which no exec event renews
 	}
 	switch {
 	case r.env && !r.res.envRead && p.env == envUnread:

@@ -51,13 +51,14 @@ func TestEnvironmentIdentity(t *testing.T) {
 	assert.Equal(t, tracker.AnswerNoContext, o)
 	assert.Equal(t, 3, host.Count(trackertest.MethodEnviron))
 
-	// Rescans look for a late context (maps), never at the environment.
+	// Rescans look for a late context (the stat, and the maps once the
+	// address space changed), never at the environment.
 	host.ResetCounts()
 	for range 3 {
 		h.clock.Advance(testConfig().RescanInterval)
 		h.rescan()
 	}
-	assert.Positive(t, host.Count(trackertest.MethodMaps))
+	assert.Positive(t, host.Count(trackertest.MethodStart))
 	assert.Zero(t, host.Count(trackertest.MethodEnviron))
 	assert.Empty(t, h.take())
 }

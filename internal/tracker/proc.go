@@ -29,9 +29,8 @@ type proc struct {
 	// deniedForGood: its denial was said, once, to be one no setting
 	// lifts; the reports leave it out.
 	deniedForGood bool
-	// vsize is the size of its address space at its last maps read, in
-	// pages, truncated to 32 bits (0: unknown): a young re-read reads its
-	// maps again only once it changed. It fills the padding before imageAt.
+	// vsize: its address space's size at its last maps read (pages; 0:
+	// unknown), which young re-reads compare. It fills a padding.
 	vsize uint32
 
 	// imageAt is the kernel time (Event.Time's clock) of the newest look

@@ -4,6 +4,7 @@
 package tracker
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 
@@ -38,15 +39,16 @@ type request struct {
 	start  uint64     // the known start time; 0 for opDiscover
 	addr   uint64     // opRefresh: the header's address
 	last   uint64     // opRefresh: the timestamp of the context held
-	vsize  uint32     // a young re-read: proc.vsize
+	vsize  uint32     // gate: proc.vsize
 	via    reader.Via // set by Begin
 	// stalled: a read of the process stalled before (proc.stall).
 	stalled bool
 	why     bool // opDescribe: explain a permission denial too
 	// env: read the environment when no context is found (once per
 	// incarnation: proc.env); noMaps: look for no context (an exec's
-	// environment read, or contexts not a source).
-	env, noMaps bool
+	// environment read, or contexts not a source); gate: read the stat
+	// before the maps, and these only when the address space changed.
+	env, noMaps, gate bool
 	// taken: moved to a job of its own before it began (Tracker.expedite);
 	// this job neither reads nor applies it.
 	taken bool
@@ -147,43 +149,32 @@ func read(h Host, r *request) {
 			return
 		}
 	case opLocate:
-		if r.cause == causeYoung && !r.noMaps && unchanged(h, r) {
+		if !r.gate || r.noMaps {
+			break
+		}
+		// The stat first: an address space of the r.vsize pages it was at
+		// the last maps read (bar a mapping made and one of its size
+		// unmade meanwhile) has nothing new in its maps or environment,
+		// five times the cost of the stat.
+		st, err := h.Stat(r.pid)
+		if err == nil && st.StartTicks != r.start {
+			err = errPidReused
+		}
+		if err != nil || r.vsize != 0 && pages(st.VSize) == r.vsize {
+			r.res.err, r.res.vsize, r.env = cmp.Or(err, errUnchanged), r.vsize, false
 			return
 		}
+		r.res.vsize = pages(st.VSize)
 	}
 	locate(h, r)
 }
 
 // pages is an address space's size in pages, truncated to 32 bits: the
-// part that tells a change (16 TiB of change go unseen, as one mapping
-// made and another of its size unmade).
+// part that tells a change.
 func pages(vsize uint64) uint32 { return uint32(vsize >> 12) }
 
-// errUnchanged: a process's address space is the size it was when its maps
-// were last read.
+// errUnchanged: an address space the size it was at the last maps read.
 var errUnchanged = fmt.Errorf("address space unchanged since its maps were read: %w", otep.ErrNoContext)
-
-// unchanged reads the stat of a young process before its maps: when its
-// address space is the r.vsize pages it was at their last read (0: not
-// known), bar one mapping unmade of the size of another made meanwhile,
-// there is nothing new in its maps, nor in its environment, and their
-// reads (five times the cost) are left out.
-func unchanged(h Host, r *request) bool {
-	st, err := h.Stat(r.pid)
-	switch {
-	case err != nil:
-		r.res.err = fmt.Errorf("start time: %w", err)
-	case st.StartTicks != r.start:
-		r.res.err = fmt.Errorf("pid %d: %w", r.pid, errPidReused)
-	case r.vsize == 0 || pages(st.VSize) != r.vsize:
-		r.res.vsize = pages(st.VSize)
-		return false
-	default:
-		r.res.vsize, r.res.err = r.vsize, errUnchanged
-		r.env = false // read with the maps it came from
-	}
-	return true
-}
 
 // refresh reads a publisher's header at the address known; false when
 // that told what there is to know, true when the maps must say where the

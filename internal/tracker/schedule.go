@@ -210,8 +210,12 @@ func (s *scheduler) start(pid int, p *proc, c cause, now int64) request {
 		// A probe of a process whose maps are not due reads only what is.
 		noMaps: c == causeEnviron || !s.cfg.uses(SourceContext) ||
 			c == causeProbe && p.found == OutcomeNoContext && !s.planner().contextDue(p, now)}
-	if c == causeYoung && p.env == envRead {
-		r.vsize = p.vsize // its stat tells whether its maps are worth reading
+	// A young re-read, or a rescan before the longest wait (one that reads
+	// the maps whatever the stat says, every RescanMaxInterval), reads the
+	// stat first: its maps only when its address space changed (read).
+	r.gate = c == causeYoung || c == causeRescan && s.planner().rescanDelay(p) < s.cfg.RescanMaxInterval
+	if r.gate && p.env == envRead {
+		r.vsize = p.vsize
 	}
 	switch {
 	case p.start == 0 || c == causeListing:
