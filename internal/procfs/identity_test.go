@@ -201,6 +201,7 @@ func TestStartTimeSelf(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, start, st.StartTicks)
 	assert.Positive(t, st.VSize, "the size of its address space")
+	assert.Equal(t, uint32(st.VSize>>12), st.Pages())
 
 	// pid 1 too, and the value is stable.
 	s1, err := fs.StartTime(1)

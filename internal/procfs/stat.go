@@ -51,6 +51,10 @@ type Stat struct {
 	VSize uint64
 }
 
+// Pages is VSize in 4 KiB units, truncated to 32 bits: the part that tells
+// a change of the address space (16 TiB of change go unseen).
+func (s Stat) Pages() uint32 { return uint32(s.VSize >> 12) }
+
 // Stat reads the start time and whether pid is a kernel thread, from one
 // read of /proc/<pid>/stat; its errors are StartTime's.
 func (fs *FS) Stat(pid int) (Stat, error) {

@@ -137,7 +137,7 @@ func read(h Host, r *request) {
 			r.res.err = fmt.Errorf("start time: %w", err)
 			return
 		}
-		r.res.start, r.res.newborn, r.res.vsize = st.StartTicks, st.Age < youngDelays[0], pages(st.VSize)
+		r.res.start, r.res.newborn, r.res.vsize = st.StartTicks, st.Age < youngDelays[0], st.Pages()
 		if st.KernelThread {
 			// No user memory: nothing to find.
 			r.res.kernel = true
@@ -160,18 +160,14 @@ func read(h Host, r *request) {
 		if err == nil && st.StartTicks != r.start {
 			err = errPidReused
 		}
-		if err != nil || r.vsize != 0 && pages(st.VSize) == r.vsize {
+		if err != nil || r.vsize != 0 && st.Pages() == r.vsize {
 			r.res.err, r.res.vsize, r.env = cmp.Or(err, errUnchanged), r.vsize, false
 			return
 		}
-		r.res.vsize = pages(st.VSize)
+		r.res.vsize = st.Pages()
 	}
 	locate(h, r)
 }
-
-// pages is an address space's size in pages, truncated to 32 bits: the
-// part that tells a change.
-func pages(vsize uint64) uint32 { return uint32(vsize >> 12) }
 
 // errUnchanged: an address space the size it was at the last maps read.
 var errUnchanged = fmt.Errorf("address space unchanged since its maps were read: %w", otep.ErrNoContext)
