@@ -136,7 +136,16 @@ func Open(cfg Config, logger *zap.Logger, opts ...tracker.Option) (*tracker.Trac
 	if err != nil {
 		return nil, err
 	}
-	return tracker.New(host, cfg.Config, logger, append(opts, tracker.WithEventSources(sources...), tracker.WithHostIdentity(fs.HostIdentity()))...)
+	t, err := tracker.New(host, cfg.Config, logger, append(opts, tracker.WithEventSources(sources...), tracker.WithHostIdentity(fs.HostIdentity()))...)
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range sources {
+		if ps, ok := s.(*processSource); ok {
+			ps.publishes = func(pid int) bool { p, _ := t.Snapshot().Lookup(pid); return p != nil }
+		}
+	}
+	return t, nil
 }
 
 // Validate reports the settings of cfg that are not usable and a root_path

@@ -15,7 +15,14 @@ import (
 )
 
 // processSource delivers the proc connector's events (fork, exec, exit).
-type processSource struct{ l *procevents.Listener }
+type processSource struct {
+	l *procevents.Listener
+	// publishes reports whether pid has a publication the tracker holds
+	// (nil: every pid has): an exec or exit of such a process is delivered
+	// with the next read, the others are held up to processHoldMax (set
+	// by Open before the tracker starts the source).
+	publishes func(pid int) bool
+}
 
 func openProcessEvents() (tracker.EventSource, error) {
 	l, err := procevents.Listen()
@@ -28,25 +35,42 @@ func openProcessEvents() (tracker.EventSource, error) {
 func (s *processSource) Sources() tracker.Sources { return tracker.ProcessEvents }
 
 // processBatchWait is how long the process source lets events gather
-// after a delivery while they come: the first event after a quiet spell
-// is delivered at once, those that come within processBatchWait of a
-// delivery together with the next. Meanwhile the socket, out of the
-// runtime's poller (procevents.Listener), holds them (some 5,000) and
+// after a read while they come (Listener.Gather, on a kernel timer): the
+// first event after a quiet spell is read at once, those that come within
+// processBatchWait of a read with the next. Meanwhile the socket, out of
+// the runtime's poller (procevents.Listener), holds them (some 5,000) and
 // wakes nothing: a host starting hundreds of processes a second costs the
 // collector at most 1/processBatchWait wake-ups a second, not some for
-// each event; an exit is acted on at most that late (its entity delete
-// well within issue 12's 100 ms).
-const processBatchWait = 50 * time.Millisecond
+// each event; a publisher's exit is acted on at most that late (its
+// entity delete well within issue 12's 100 ms).
+//
+// Events that change no publication (the forks, execs and exits of
+// processes that publish nothing: nearly all of a busy host's) are held
+// further, up to processHoldMax, or until the socket is quiet: each
+// delivery wakes the tracker's loop on another thread, and what the loop
+// does with them waits anyway: a young read a second after the exec, or,
+// with publication events, an environment read (an entity named by its
+// environment comes up to processHoldMax later; a lookup of the pid reads
+// it at once). An exec or exit of a publisher is delivered with the read
+// that found it, with whatever is held, in order: its entity delete is
+// as prompt as before.
+const (
+	processBatchWait = 50 * time.Millisecond
+	processHoldMax   = 250 * time.Millisecond
+	processHeldMax   = 4096 // events held at most, whatever their age
+)
 
 func (s *processSource) Run(notify func(tracker.Event)) error {
 	var buf [256]procevents.Event
+	held := heldEvents{publishes: s.publishes}
+	gather := func(events []procevents.Event) (int, bool, error) { return s.l.Gather(events, processBatchWait) }
 	read := s.l.Read // waits for an event
 	for {
 		n, lost, err := read(buf[:])
-		for _, e := range buf[:n] {
-			if k := kindOf(processKinds[:], e.Kind); k != 0 {
-				notify(tracker.Event{Kind: k, PID: e.PID, Parent: e.Parent, Time: e.Time})
-			}
+		urgent := held.add(buf[:n], time.Now())
+		quiet := n == 0 && !lost
+		if urgent || lost || quiet || err != nil || held.due(time.Now()) {
+			held.deliver(notify)
 		}
 		if lost {
 			notify(tracker.Event{Kind: tracker.EventLost, Source: tracker.ProcessEvents})
@@ -56,15 +80,53 @@ func (s *processSource) Run(notify func(tracker.Event)) error {
 			return nil
 		case err != nil:
 			return fmt.Errorf("proc connector: %w", err)
-		case n == 0 && !lost:
+		case quiet:
 			read = s.l.Read // quiet: wait for the next
 		case n < len(buf):
-			time.Sleep(processBatchWait)
-			read = s.l.ReadQueued // what came meanwhile
+			read = gather // what comes meanwhile
 		default:
 			read = s.l.ReadQueued // more queued
 		}
 	}
+}
+
+// heldEvents are the process events a processSource read and has not
+// delivered yet (processHoldMax).
+type heldEvents struct {
+	events    []tracker.Event
+	since     time.Time          // when the first of them was read
+	publishes func(pid int) bool // processSource.publishes
+}
+
+// add holds the events read at now that the tracker acts on, and reports
+// whether one must be delivered at once: an exec or exit of a publisher.
+func (h *heldEvents) add(read []procevents.Event, now time.Time) (urgent bool) {
+	for _, e := range read {
+		k := kindOf(processKinds[:], e.Kind)
+		if k == 0 {
+			continue
+		}
+		if len(h.events) == 0 {
+			h.since = now
+		}
+		h.events = append(h.events, tracker.Event{Kind: k, PID: e.PID, Parent: e.Parent, Time: e.Time})
+		urgent = urgent || k != tracker.EventFork && (h.publishes == nil || h.publishes(e.PID))
+	}
+	return urgent
+}
+
+// due reports whether the events held must be delivered at now whatever
+// they are: the first was read processHoldMax ago, or they are too many.
+func (h *heldEvents) due(now time.Time) bool {
+	return len(h.events) >= processHeldMax || len(h.events) > 0 && now.Sub(h.since) >= processHoldMax
+}
+
+// deliver hands the events held to notify, in the order they were read.
+func (h *heldEvents) deliver(notify func(tracker.Event)) {
+	for _, ev := range h.events {
+		notify(ev)
+	}
+	h.events = h.events[:0]
 }
 
 func (s *processSource) Close() error { return s.l.Close() }

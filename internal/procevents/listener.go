@@ -102,8 +102,8 @@ const (
 // event (a duplicate of its descriptor, closed once the wait is over): the
 // poller's epoll set is edge-triggered, and a socket left in it would wake
 // the poller's thread at every message the kernel queues, read or not. A
-// reader that lets events gather between reads (ReadQueued) is woken by
-// none of them.
+// reader that lets events gather between reads (Gather, ReadQueued) is
+// woken by none of them.
 type Listener struct {
 	portID uint32
 
@@ -115,6 +115,7 @@ type Listener struct {
 	closed   bool
 	waiter   *os.File
 	deadline time.Time // of Read's waits (tests)
+	timer    *timer    // Gather's
 
 	closeOnce sync.Once
 	closeErr  error
@@ -195,8 +196,12 @@ func listen(receiveBuffer int) (*Listener, error) {
 	// socket that does not want PROC_EVENT_NONE.
 	_ = send(fd, controlMessage(procCnMcastListen, wantedEvents, portID))
 
+	tm, err := newTimer()
+	if err != nil {
+		return nil, err
+	}
 	owned = false
-	l := &Listener{fd: fd, portID: portID, buf: make([]byte, receiveBufferSize)}
+	l := &Listener{fd: fd, portID: portID, buf: make([]byte, receiveBufferSize), timer: tm}
 	l.receive = l.receiveMessages
 	return l, nil
 }
@@ -343,6 +348,22 @@ func (l *Listener) ReadQueued(events []Event) (n int, lost bool, err error) {
 	return l.result(nil, false)
 }
 
+// Gather waits d, then takes the events queued then (ReadQueued): the
+// wait of a reader that lets events gather between reads. Its timer wakes
+// one thread of the collector where time.Sleep wakes about three (timer).
+func (l *Listener) Gather(events []Event, d time.Duration) (n int, lost bool, err error) {
+	if err := l.timer.sleep(d); err != nil {
+		l.mu.Lock()
+		closed := l.closed
+		l.mu.Unlock()
+		if closed {
+			return 0, false, ErrClosed
+		}
+		return 0, false, fmt.Errorf("gather proc events: %w", err)
+	}
+	return l.ReadQueued(events)
+}
+
 // wait waits, through a duplicate of the socket's descriptor in the
 // runtime's poller, until events come, and reads them.
 func (l *Listener) wait(events []Event) (n int, lost bool, err error) {
@@ -472,6 +493,7 @@ func (l *Listener) Close() error {
 			_ = l.waiter.Close() // ends the wait; the socket closes with the waiter's duplicate
 		}
 		l.closeErr = unix.Close(l.fd)
+		_ = l.timer.close() // ends a Gather's wait
 	})
 	return l.closeErr
 }

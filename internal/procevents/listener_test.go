@@ -418,3 +418,57 @@ func BenchmarkRead(b *testing.B) {
 	}
 	b.ReportMetric(float64(events)/float64(b.N), "events/op")
 }
+
+// Gather returns no sooner than the wait it is given, with the events that
+// came meanwhile: those of a process that ran during it.
+func TestGather(t *testing.T) {
+	l := listenForTest(t, defaultReceiveBuffer)
+	const wait = 100 * time.Millisecond
+	started := make(chan struct{})
+	ran := make(chan *exec.Cmd, 1)
+	go func() {
+		<-started
+		cmd := exec.Command("/bin/true")
+		_ = cmd.Run()
+		ran <- cmd
+	}()
+	buf := make([]Event, 256)
+	begun := time.Now()
+	close(started)
+	n, _, err := l.Gather(buf, wait)
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, time.Since(begun), wait, "Gather returned before its wait")
+	events := slices.Clone(buf[:n])
+	cmd := <-ran
+	require.NotNil(t, cmd.ProcessState, "/bin/true did not run")
+	pid := cmd.Process.Pid
+	// The process may outlast the wait on a busy machine: what Gather did
+	// not take is queued still.
+	exited := func(ev Event) bool { return ev.Kind == Exit && ev.PID == pid }
+	if !slices.ContainsFunc(events, exited) {
+		more, _ := readUntil(t, l, exited)
+		events = append(events, more...)
+	}
+	assert.True(t, slices.ContainsFunc(events, func(ev Event) bool { return ev.Kind == Exec && ev.PID == pid }),
+		"no exec of pid %d in %v", pid, events)
+}
+
+// Close ends a Gather's wait, however long, and leaves no descriptor open.
+func TestCloseUnblocksGather(t *testing.T) {
+	before := pubtest.OpenFDs(t)
+	l := listenForTest(t, defaultReceiveBuffer)
+	errc := make(chan error)
+	go func() {
+		_, _, err := l.Gather(make([]Event, 8), time.Hour)
+		errc <- err
+	}()
+	time.Sleep(10 * time.Millisecond) // most often Close finds Gather waiting; either way it must return
+	require.NoError(t, l.Close())
+	select {
+	case err := <-errc:
+		require.ErrorIs(t, err, ErrClosed)
+	case <-time.After(eventTimeout):
+		t.Fatal("Gather did not return after Close")
+	}
+	assert.Empty(t, pubtest.OpenedSince(before, pubtest.OpenFDs(t)))
+}
