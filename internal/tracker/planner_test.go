@@ -290,12 +290,8 @@ func TestPlanGrid(t *testing.T) {
 	}
 
 	const sec = int64(time.Second)
-	base := time.Unix(1000, 0)
 	var clock time.Duration
-	trk, err := New(nil, DefaultConfig(), zap.NewNop(), WithClock(func() time.Time { return base.Add(clock) }))
-	require.NoError(t, err)
-	l := trk.loop
-	l.epoch = base
+	l := clockedLoop(t, &clock)
 	pl := l.sched.planner()
 
 	// The young series: every read on the grid, near its time.
@@ -356,12 +352,8 @@ func TestPlanGrid(t *testing.T) {
 // (nextDue), nor is the snapshot told (markRechecks). Most processes a
 // host starts exit before their first young read.
 func TestNextDueSkipsWhatNoLongerStands(t *testing.T) {
-	base := time.Unix(1000, 0)
 	var clock time.Duration
-	trk, err := New(nil, DefaultConfig(), zap.NewNop(), WithClock(func() time.Time { return base.Add(clock) }))
-	require.NoError(t, err)
-	l := trk.loop
-	l.epoch = base
+	l := clockedLoop(t, &clock)
 	young := func(pid int) *proc {
 		p := l.newProc(pid)
 		p.start, p.found, p.env = 100, OutcomeNoContext, envRead
@@ -404,4 +396,15 @@ func TestNextDueSkipsWhatNoLongerStands(t *testing.T) {
 	l.forget(12, r)
 	_, ok = l.sched.nextDue()
 	assert.False(t, ok)
+}
+
+// clockedLoop is the loop of a tracker of no host, not started, whose
+// clock reads *clock after its epoch: a test moves the clock by hand.
+func clockedLoop(t *testing.T, clock *time.Duration) *loop {
+	t.Helper()
+	base := time.Unix(1000, 0)
+	trk, err := New(nil, DefaultConfig(), zap.NewNop(), WithClock(func() time.Time { return base.Add(*clock) }))
+	require.NoError(t, err)
+	trk.loop.epoch = base
+	return trk.loop
 }

@@ -172,22 +172,16 @@ func (p collectorBenchParams) full() bool {
 func collectorBenchParameters(b *testing.B) collectorBenchParams {
 	b.Helper()
 	p := collectorBenchParams{
-		binary: os.Getenv("COLLECTORBENCH_BINARY"),
-		sizes:  []int{400, 4000},
-		young:  time.Minute, steady: time.Minute, churn: 30 * time.Second, brief: 30 * time.Second,
+		binary:      os.Getenv("COLLECTORBENCH_BINARY"),
+		sizes:       []int{400, 4000},
+		young:       envDuration(b, "COLLECTORBENCH_YOUNG", time.Minute),
+		steady:      envDuration(b, "COLLECTORBENCH_STEADY", time.Minute),
+		churn:       envDuration(b, "COLLECTORBENCH_CHURN", 30*time.Second),
+		brief:       envDuration(b, "COLLECTORBENCH_BRIEF", 30*time.Second),
 		profiles:    os.Getenv("COLLECTORBENCH_PROFILES"),
 		churnRate:   envInt(b, "COLLECTORBENCH_CHURN_RATE", 50),
 		steadyTries: envInt(b, "COLLECTORBENCH_STEADY_TRIES", 3),
 		bigMappings: envInt(b, "COLLECTORBENCH_BIG_MAPPINGS", 50_000),
-	}
-	for name, d := range map[string]*time.Duration{"COLLECTORBENCH_YOUNG": &p.young, "COLLECTORBENCH_STEADY": &p.steady,
-		"COLLECTORBENCH_CHURN": &p.churn, "COLLECTORBENCH_BRIEF": &p.brief} {
-		if v := os.Getenv(name); v != "" {
-			var err error
-			if *d, err = time.ParseDuration(v); err != nil || *d <= 0 {
-				b.Fatalf("%s=%q: want a positive duration", name, v)
-			}
-		}
 	}
 	if v := os.Getenv("COLLECTORBENCH_BESIDE"); v != "" {
 		p.beside = strings.Split(v, ",")

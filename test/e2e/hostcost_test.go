@@ -245,6 +245,21 @@ func envInt(t testing.TB, name string, def int) int {
 	return v
 }
 
+// envDuration returns the positive duration the environment variable name
+// holds, def when it is unset.
+func envDuration(t testing.TB, name string, def time.Duration) time.Duration {
+	t.Helper()
+	s := os.Getenv(name)
+	if s == "" {
+		return def
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		t.Fatalf("%s=%q: want a positive duration", name, s)
+	}
+	return d
+}
+
 func median(v []float64) float64 {
 	if len(v) == 0 {
 		return 0

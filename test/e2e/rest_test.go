@@ -186,17 +186,3 @@ func startRestCollector(b *testing.B, config string) *collector {
 	}
 	return pubtest.StartCollector(b, []string{collectorBinary(b), "--config", path}, env...)
 }
-
-// envDuration returns the duration the variable name says, def when unset.
-func envDuration(b *testing.B, name string, def time.Duration) time.Duration {
-	b.Helper()
-	v := os.Getenv(name)
-	if v == "" {
-		return def
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil || d <= 0 {
-		b.Fatalf("%s=%q: want a positive duration", name, v)
-	}
-	return d
-}
