@@ -67,9 +67,10 @@ func (s *processSource) Run(notify func(tracker.Event)) error {
 	read := s.l.Read // waits for an event
 	for {
 		n, lost, err := read(buf[:])
-		urgent := held.add(buf[:n], time.Now())
+		now := time.Now()
+		urgent := held.add(buf[:n], now)
 		quiet := n == 0 && !lost
-		if urgent || lost || quiet || err != nil || held.due(time.Now()) {
+		if urgent || lost || quiet || err != nil || held.due(now) {
 			held.deliver(notify)
 		}
 		if lost {

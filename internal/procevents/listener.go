@@ -353,15 +353,20 @@ func (l *Listener) ReadQueued(events []Event) (n int, lost bool, err error) {
 // one thread of the collector where time.Sleep wakes about three (timer).
 func (l *Listener) Gather(events []Event, d time.Duration) (n int, lost bool, err error) {
 	if err := l.timer.sleep(d); err != nil {
-		l.mu.Lock()
-		closed := l.closed
-		l.mu.Unlock()
-		if closed {
+		if l.isClosed() {
 			return 0, false, ErrClosed
 		}
 		return 0, false, fmt.Errorf("gather proc events: %w", err)
 	}
 	return l.ReadQueued(events)
+}
+
+// isClosed reports whether Close was called: a wait it ended fails with
+// ErrClosed, not the poller's error.
+func (l *Listener) isClosed() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.closed
 }
 
 // wait waits, through a duplicate of the socket's descriptor in the
@@ -395,10 +400,7 @@ func (l *Listener) wait(events []Event) (n int, lost bool, err error) {
 	}
 	l.out, l.n, l.lost, l.readErr = events, 0, false, nil
 	waitErr := conn.Read(l.receive)
-	l.mu.Lock()
-	closed := l.closed
-	l.mu.Unlock()
-	return l.result(waitErr, closed)
+	return l.result(waitErr, l.isClosed())
 }
 
 // result returns what the read that just ended stored, with its error,
