@@ -86,6 +86,8 @@ func (l *loop) applyDescription(r *request) {
 
 // apply updates the process a request read, then plans what follows.
 func (l *loop) apply(r *request) {
+	l.out.prompt = r.cause.urgent()
+	defer func() { l.out.prompt = false }()
 	o := r.outcome()
 	l.scans.count(o)
 	p, was := l.closeRead(r)

@@ -130,6 +130,8 @@ func (l *loop) handle(ev Event) {
 		return
 	}
 	pid, p := ev.PID, l.reg.get(ev.PID)
+	l.out.prompt = true
+	defer func() { l.out.prompt = false }()
 	switch ev.Kind {
 	case EventFork:
 		if p == nil { // else known already: a listing or a publication event came first

@@ -31,20 +31,11 @@ func eventHarness(t *testing.T, host *trackertest.Host, sources tracker.Sources)
 	return h, src
 }
 
-// waitChanges waits until the subscription has n changes and returns them.
+// waitChanges waits until the subscription has n changes and returns them
+// as take does.
 func (h *harness) waitChanges(n int) []string {
 	h.t.Helper()
-	var got []string
-	deadline := time.After(10 * time.Second)
-	for len(got) < n {
-		select {
-		case <-h.sub.C():
-			got = append(got, h.take()...)
-		case <-deadline:
-			h.t.Fatalf("want %d changes, got %v", n, got)
-		}
-	}
-	return got
+	return describeChanges(h.takeChanges(n))
 }
 
 // settle waits until the tracker has handled what was sent before (a
@@ -780,4 +771,50 @@ func TestPublicationEventDuringAStalledRead(t *testing.T) {
 	h.clock.Advance(testConfig().QuarantineBackoff)
 	h.rescan() // runs the plans due
 	assert.Equal(t, []string{"published 160 published-meanwhile"}, h.waitChanges(1))
+}
+
+// takeChanges waits until the subscription has n changes and returns them.
+func (h *harness) takeChanges(n int) []tracker.Change {
+	h.t.Helper()
+	var got []tracker.Change
+	deadline := time.After(10 * time.Second)
+	for len(got) < n {
+		select {
+		case <-h.sub.C():
+			changes, _ := h.sub.Take()
+			got = append(got, changes...)
+		case <-deadline:
+			h.t.Fatalf("want %d changes, got %v", n, describeChanges(got))
+		}
+	}
+	return got
+}
+
+// What the kernel told of is Prompt (subscribers pass it on at once); what
+// the polls found is not.
+func TestChangesPromptWhenEventsTellThem(t *testing.T) {
+	host := trackertest.NewHost()
+	host.Add(10)
+	host.Publish(10, "polled")
+	host.Add(11)
+	h, src := eventHarness(t, host, bothSources) // its first scan found pid 10's
+
+	host.Publish(11, "told")
+	src.Send(tracker.Event{Kind: tracker.EventPublish, PID: 11, Addr: 0x7f0000000000 + 11<<12})
+	changes := h.takeChanges(1)
+	assert.Equal(t, tracker.Published, changes[0].Kind)
+	assert.True(t, changes[0].Prompt, "read at its publication event")
+
+	host.Remove(10)
+	src.Send(tracker.Event{Kind: tracker.EventExit, PID: 10})
+	changes = h.takeChanges(1)
+	assert.Equal(t, tracker.Exited, changes[0].Kind)
+	assert.True(t, changes[0].Prompt, "an exit event")
+
+	host.Unpublish(11)
+	h.clock.Advance(time.Hour)
+	h.rescan()
+	changes = h.takeChanges(1)
+	assert.Equal(t, tracker.Unpublished, changes[0].Kind)
+	assert.False(t, changes[0].Prompt, "found by a scan")
 }

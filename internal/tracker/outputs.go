@@ -32,6 +32,9 @@ type outputs struct {
 	touched    []int      // the pids whose lookup answer may have changed
 	changes    []Change   // the subscribers' next
 	stats      *ScanStats // the last scan's summary, the subscribers' next
+	// prompt: the changes recorded now are Prompt (the loop sets it while
+	// it handles an event or applies an urgent read).
+	prompt bool
 }
 
 // endedPub is a publication that ended, kept until the clock until.
@@ -67,7 +70,7 @@ func (o *outputs) touch(pid int) { o.touched = append(o.touched, pid) }
 // until the clock until (0: not kept); any other replaces the ended one
 // of its pid.
 func (o *outputs) record(kind ChangeKind, pub *Publication, until int64) {
-	o.changes = append(o.changes, Change{Kind: kind, Publication: pub})
+	o.changes = append(o.changes, Change{Kind: kind, Publication: pub, Prompt: o.prompt})
 	o.dirty = true
 	switch {
 	case !kind.Ends():

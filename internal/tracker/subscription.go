@@ -30,6 +30,10 @@ func (k ChangeKind) Ends() bool { return k >= Unpublished }
 type Change struct {
 	Kind        ChangeKind
 	Publication *Publication
+	// Prompt: the kernel told of it (a process or publication event) or a
+	// lookup asked for it, and it is passed on at once; the others, found
+	// by polling (scans, young re-reads), may wait to go with the next.
+	Prompt bool
 }
 
 // ScanStats summarizes one scan of the host.

@@ -69,6 +69,11 @@ func (h *harness) rescan() {
 func (h *harness) take() []string {
 	h.t.Helper()
 	changes, _ := h.sub.Take()
+	return describeChanges(changes)
+}
+
+// describeChanges describes each change as "kind pid service".
+func describeChanges(changes []tracker.Change) []string {
 	var out []string
 	for _, c := range changes {
 		svc, _ := c.Publication.Context.Resource.Get("service.name")

@@ -72,6 +72,10 @@ type book struct {
 	states    list.List             // of *owed, oldest first
 	deletes   list.List             // of *owed, oldest first
 	dropped   [numDropReasons]int64 // since takeDropped
+	// prompt: a change the tracker passed on at once (tracker.Change.Prompt)
+	// was recorded since takePrompt: its events go out without waiting
+	// for the delivery pace.
+	prompt bool
 }
 
 // entity is one process entity the receiver has stated.
@@ -120,6 +124,7 @@ func (b *book) record(changes []tracker.Change, scan *tracker.ScanStats) {
 	now := b.now()
 	b.mu.Lock()
 	for _, c := range changes {
+		b.prompt = b.prompt || c.Prompt
 		if c.Kind.Ends() {
 			b.ended(c, now)
 		} else {
@@ -356,6 +361,16 @@ func (b *book) remove(o *owed) bool {
 		return false
 	}
 	return true
+}
+
+// takePrompt reports whether a prompt change was recorded since the last
+// call.
+func (b *book) takePrompt() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	p := b.prompt
+	b.prompt = false
+	return p
 }
 
 // owedEvents returns how many events are owed.

@@ -302,3 +302,14 @@ func TestBookSourceChangeIsStated(t *testing.T) {
 		}
 	}
 }
+
+// A prompt change is noted until the receiver's loop takes the note, once.
+func TestBookNotesPromptChanges(t *testing.T) {
+	b := newBook(createDefaultConfig())
+	b.record([]tracker.Change{{Kind: tracker.Published, Publication: versionOf(1, 1)}}, nil)
+	assert.False(t, b.takePrompt(), "found by polling")
+	b.record([]tracker.Change{{Kind: tracker.Exited, Publication: versionOf(1, 1), Prompt: true}}, nil)
+	b.record([]tracker.Change{{Kind: tracker.Published, Publication: versionOf(2, 1)}}, nil)
+	assert.True(t, b.takePrompt())
+	assert.False(t, b.takePrompt(), "taken")
+}

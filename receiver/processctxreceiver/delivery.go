@@ -16,16 +16,31 @@ import (
 // refusalReportInterval bounds the log lines of a refusal that lasts.
 const refusalReportInterval = time.Minute
 
-// deliveryState schedules the retries of refused entity events and keeps
-// their reports few: one line when refusals start, at most one a minute
+// deliveryPace is the least time between two deliveries of the changes
+// the tracker found by polling (a young process's publication, a scan's
+// find): on a quiet host they go out at once, on a busy one (processes
+// starting every second) they wait and go out together, one export a
+// second, not one each (an OTLP export costs more than the reads of a
+// short-lived process). What the kernel told of (an exit, a publication
+// event) goes out at once, with whatever waits (tracker.Change.Prompt).
+const deliveryPace = time.Second
+
+// deliveryState decides when the owed entity events go out: at once, or
+// when the pace since the last delivery allows (deliveryPace), or at the
+// retry of refused ones. It keeps the refusals' reports few: one line when refusals start, at most one a minute
 // while they go on, one when delivery resumes; a permanent error is logged
 // the first time only (the dropped events metric counts every one).
 type deliveryState struct {
 	backoff *backoff.ExponentialBackOff
 	timer   *time.Timer
-	// c is the timer's channel while a retry is scheduled, else nil.
+	// c is the timer's channel while a delivery (paced or a retry) is
+	// scheduled, else nil.
 	c   <-chan time.Time
 	now func() time.Time
+	// pace is the least time between two deliveries; next is the
+	// earliest time of the next one.
+	pace time.Duration
+	next time.Time
 
 	failingSince time.Time // zero while delivery works
 	refusals     int       // since failingSince
@@ -43,19 +58,57 @@ func newDeliveryState(cfg configretry.BackOffConfig) deliveryState {
 			Multiplier:          cfg.Multiplier,
 			MaxInterval:         cfg.MaxInterval,
 		},
-		now: time.Now,
+		now:  time.Now,
+		pace: deliveryPace,
 	}
 }
 
-// waiting says whether a retry is scheduled: new events wait for it.
-func (d *deliveryState) waiting() bool { return d.c != nil }
+// due says whether owed events may go out now, prompt ones among them
+// or not; if not, a delivery is scheduled (scheduled's channel tells
+// when) and they wait for it. Only a retry holds prompt events back.
+func (d *deliveryState) due(prompt bool) bool {
+	switch {
+	case d.retrying():
+		return false
+	case prompt:
+		if d.c != nil { // the paced delivery: this one takes its events
+			d.timer.Stop()
+			d.c = nil
+		}
+		return true
+	case d.c != nil:
+		return false
+	}
+	wait := d.next.Sub(d.now())
+	if wait <= 0 {
+		return true
+	}
+	d.schedule(wait)
+	return false
+}
 
-// retry is the channel of the scheduled retry (nil, which blocks, when
-// none is).
-func (d *deliveryState) retry() <-chan time.Time { return d.c }
+// retrying says whether the scheduled delivery is the retry of refused
+// events.
+func (d *deliveryState) retrying() bool { return d.c != nil && !d.failingSince.IsZero() }
 
-// fired notes that the scheduled retry is due.
+// scheduled is the channel of the scheduled delivery (nil, which blocks,
+// when none is).
+func (d *deliveryState) scheduled() <-chan time.Time { return d.c }
+
+// fired notes that the scheduled delivery is due.
 func (d *deliveryState) fired() { d.c = nil }
+
+// sending notes that a delivery begins: the next waits for the pace.
+func (d *deliveryState) sending() { d.next = d.now().Add(d.pace) }
+
+func (d *deliveryState) schedule(wait time.Duration) {
+	if d.timer == nil {
+		d.timer = time.NewTimer(wait)
+	} else {
+		d.timer.Reset(wait)
+	}
+	d.c = d.timer.C
+}
 
 // refused schedules a retry of the pending events after a retryable
 // refusal.
@@ -73,12 +126,7 @@ func (d *deliveryState) refused(logger *zap.Logger, pending int, err error) {
 			zap.Duration("since", now.Sub(d.failingSince)), zap.Duration("retry_in", wait), zap.Error(err))
 	}
 	d.refusals++
-	if d.timer == nil {
-		d.timer = time.NewTimer(wait)
-	} else {
-		d.timer.Reset(wait)
-	}
-	d.c = d.timer.C
+	d.schedule(wait)
 }
 
 // delivered notes an accepted batch.

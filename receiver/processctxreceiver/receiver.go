@@ -101,11 +101,13 @@ func (r *processContextReceiver) run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-r.book.wake:
-			if r.delivery.waiting() {
-				r.recordOwed(ctx)
-				continue // the retry's timer decides when
+			if !r.delivery.due(r.book.takePrompt()) {
+				if r.delivery.retrying() {
+					r.recordOwed(ctx)
+				}
+				continue // the scheduled delivery takes them
 			}
-		case <-r.delivery.retry():
+		case <-r.delivery.scheduled():
 			r.delivery.fired()
 		}
 		r.deliver(ctx)
@@ -122,6 +124,7 @@ func (r *processContextReceiver) deliver(ctx context.Context) {
 		if len(batch) == 0 {
 			return
 		}
+		r.delivery.sending()
 		err := r.consume(ctx, batch)
 		switch {
 		case err == nil:

@@ -241,12 +241,13 @@ func (r *running) scans() uint64 {
 	return r.seen.scans
 }
 
-// waitScans waits until n more scans have been recorded: what a scan would
-// have reported is in the sink by then.
+// waitScans waits until n more scans have been recorded and the receiver
+// owes no event: what a scan would have reported is in the sink by then.
 func (r *running) waitScans(t *testing.T, n uint64) {
 	t.Helper()
 	want := r.scans() + n
-	require.Eventually(t, func() bool { return r.scans() >= want }, 10*time.Second, 5*time.Millisecond, "%d scans", n)
+	require.Eventually(t, func() bool { return r.scans() >= want && r.rcv.book.owedEvents() == 0 },
+		10*time.Second, 5*time.Millisecond, "%d scans", n)
 }
 
 // reads returns the tracker's reads by outcome (the extension's reads
