@@ -95,15 +95,32 @@ func TestEventsSteadyScans(t *testing.T) {
 	assert.Equal(t, 9, host.Count(trackertest.MethodMaps), "and rescans the others")
 }
 
-// Without publication events, scans poll as before.
+// Without publication events, every scan reads every publisher's
+// timestamp and rescans the others; while process events come, it lists
+// the host only once a minute, or after events were lost.
 func TestProcessEventsOnlyPoll(t *testing.T) {
 	host := trackertest.NewHost()
 	host.Add(20)
 	host.Publish(20, "a")
-	h, _ := eventHarness(t, host, tracker.ProcessEvents)
+	host.Add(21)
+	h, src := eventHarness(t, host, tracker.ProcessEvents)
 	host.ResetCounts()
 	h.rescan()
-	assert.Equal(t, 1, host.Count(trackertest.MethodRead))
+	assert.Equal(t, 1, host.Count(trackertest.MethodRead), "the publisher's timestamp")
+	assert.Zero(t, host.Count("list"), "listed a moment ago")
+
+	host.Publish(20, "a-v2")
+	host.Publish(21, "late")
+	h.clock.Advance(time.Hour) // the rescan is due
+	assert.ElementsMatch(t, []string{"updated 20 a-v2", "published 21 late"}, h.advanceUntilChanges(2))
+	assert.Equal(t, 1, host.Count("list"), "once a minute")
+
+	host.ResetCounts()
+	h.rescan()
+	assert.Zero(t, host.Count("list"))
+	src.Send(tracker.Event{Kind: tracker.EventLost, Source: tracker.ProcessEvents})
+	require.Eventually(t, func() bool { return host.Count("list") == 1 }, 10*time.Second, time.Millisecond,
+		"events lost: the next scan lists the host")
 }
 
 func TestForkAndExec(t *testing.T) {

@@ -14,6 +14,7 @@ type triggerKind uint8
 
 const (
 	onListing triggerKind = iota + 1 // a scan listed the pid
+	onScan                           // a scan that did not list the host met it in the registry (process events tell of every fork and exit)
 	onFork                           // a fork event made the process
 	onExec                           // an exec event gave it a new image
 	onPublish                        // a publish event
@@ -69,6 +70,8 @@ func (pl planner) next(p *proc, tr trigger, now int64) readPlan {
 	switch tr.kind {
 	case onListing:
 		rp.cause, rp.at = pl.decide(p, listingCause(p, tr.ino, tr.full), now)
+	case onScan:
+		rp.cause, rp.at = pl.decide(p, scanCause(p, tr.full), now)
 	case onFork:
 		// Its environment, unless it execs first (most forks do, at once:
 		// the exec plans again).
@@ -198,6 +201,19 @@ func listingCause(p *proc, ino uint64, full bool) cause {
 		return causeNone
 	case p.ino != ino || ino == 0 || p.start == 0:
 		return causeListing
+	}
+	return scanCause(p, full)
+}
+
+// scanCause says what a scan asks of p, whose /proc entry is as it was
+// (listed again, or not listed: process events tell of every fork, exec
+// and exit): as listingCause.
+func scanCause(p *proc, full bool) cause {
+	switch {
+	case p.start == 0 && p.found == OutcomeNoContext:
+		return causeNone // known from its fork or exec event to publish nothing
+	case p.start == 0:
+		return causeListing // its start time first
 	case p.hasContext() && full:
 		return causeRefresh
 	case !p.hasContext():
@@ -277,22 +293,34 @@ const eventsListInterval = time.Minute
 
 // scanReads says what a scan starting at now reads of the host: whether
 // it lists it, and whether it reads every publisher's timestamp (full).
-// While process and publication events (unmaps among them) all come, a
-// scan only finds what they could not tell: it lists the host once per
-// eventsListInterval and reads the publishers' timestamps once per
-// Config.ReconcileInterval, or at once after events were dropped
-// (reconcile) or when asked (relist).
+// While process events come, they tell of every fork, exec and exit: a
+// scan lists the host once per eventsListInterval, or at once after
+// events were dropped (reconcile) or when asked (relist), for what they
+// could not tell (a message the kernel dropped without saying so), and
+// otherwise reads what it reads of the processes the tracker knows
+// (listing /proc costs a microsecond or so a process). While
+// publication events (unmaps among them) come too, a scan reads the
+// publishers' timestamps only with a listing, once per
+// Config.ReconcileInterval; else every scan reads them.
 func (pl planner) scanReads(h *hostState, now int64) (list, full bool) {
-	all := pl.pubEvents && pl.procEvents && pl.unmapEvents
-	list = !all || h.reconcile || h.relist || h.listedAt == 0 || now-h.listedAt >= int64(eventsListInterval)
-	full = !all || h.reconcile || h.reconciledAt == 0 || now-h.reconciledAt >= int64(pl.cfg.ReconcileInterval)
+	list = !pl.procEvents || h.reconcile || h.relist || h.listedAt == 0 || now-h.listedAt >= int64(eventsListInterval)
+	full = true
+	if pl.pubEvents && pl.procEvents && pl.unmapEvents {
+		full = list && (h.reconcile || h.reconciledAt == 0 || now-h.reconciledAt >= int64(pl.cfg.ReconcileInterval))
+	}
 	return list, full
 }
 
 // listingRead says which read a scan that found p's pid with the inode ino
 // starts now (causeRescan: one its budget may take), causeNone for none.
 func (pl planner) listingRead(p *proc, ino uint64, full bool, now int64) cause {
-	if rp := pl.next(p, trigger{kind: onListing, ino: ino, full: full}, now); rp.at <= now {
+	return pl.scanRead(p, trigger{kind: onListing, ino: ino, full: full}, now)
+}
+
+// scanRead says which read a scan that met p (tr: onListing or onScan)
+// starts now, causeNone for none.
+func (pl planner) scanRead(p *proc, tr trigger, now int64) cause {
+	if rp := pl.next(p, tr, now); rp.at <= now {
 		return rp.cause
 	}
 	return causeNone

@@ -221,14 +221,17 @@ func TestPlannerHost(t *testing.T) {
 		list, full bool
 	}{
 		{"polling: every scan lists and reads every publisher", polling, listedNow, true, true},
-		{"process events only: the same", procOnly, listedNow, true, true},
+		{"process events only: listed a second ago, every scan reads every publisher", procOnly, listedNow, false, true},
+		{"process events only: listed a minute ago", procOnly, hostState{listedAt: now - int64(eventsListInterval), reconciledAt: now - sec}, true, true},
+		{"process events only: events dropped", procOnly, hostState{listedAt: now - sec, reconciledAt: now - sec, reconcile: true}, true, true},
+		{"process events only: asked to list", procOnly, hostState{listedAt: now - sec, reconciledAt: now - sec, relist: true}, true, true},
 		{"both events: the first scan", both, hostState{}, true, true},
 		{"both events: listed a second ago", both, listedNow, false, false},
 		{"both events: listed a minute ago", both, hostState{listedAt: now - int64(eventsListInterval), reconciledAt: now - sec}, true, false},
 		{"both events: reconciled an hour ago", both, hostState{listedAt: now - int64(eventsListInterval), reconciledAt: now - int64(cfg.ReconcileInterval)}, true, true},
 		{"both events: events dropped", both, hostState{listedAt: now - sec, reconciledAt: now - sec, reconcile: true}, true, true},
 		{"both events: asked to list (ScanSoon, procfs back)", both, hostState{listedAt: now - sec, reconciledAt: now - sec, relist: true}, true, false},
-		{"both events, but no unmaps (kprobe): every scan lists and reads every publisher", noUnmaps, listedNow, true, true},
+		{"both events, but no unmaps (kprobe): as process events only", noUnmaps, listedNow, false, true},
 	}
 	for _, tt := range scanTests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -94,15 +94,34 @@ func (s *scans) waitNext(done chan struct{}) bool {
 	return s.cur != nil
 }
 
-// startScan starts a scan: it lists the host's pids and queues the reads
-// they need, as the scheduler says (see planner.scanReads), or, while
-// events tell of every fork and exit, only ends grace periods and reports.
+// startScan starts a scan: it lists the host's pids (or, while process
+// events tell of every fork and exit, takes those it knows) and queues the
+// reads they need, as the scheduler says (see planner.scanReads), or,
+// while publication events tell the rest, only ends grace periods and
+// reports.
 func (l *loop) startScan() {
 	l.sched.runDue()
 	now := l.clock()
 	list, full := l.sched.scanReads(now)
 	if !list {
-		l.scanWithoutListing()
+		if err := l.host.CheckProcfs(); err != nil {
+			l.reports.noteListing(err)
+			l.sched.relist() // list once it is back: reads failed meanwhile
+			return
+		}
+		if l.reports.cannotList() {
+			// It is back: the listing clears the problem.
+			l.sched.relist()
+			list, full = l.sched.scanReads(now)
+		}
+	}
+	switch {
+	case !list && !full:
+		l.scans.begin(ScanStats{Began: l.now()})
+		l.finishScan()
+		return
+	case !list:
+		l.scanKnown(now)
 		return
 	}
 	entries, err := l.host.ListPids()
@@ -135,6 +154,31 @@ func (l *loop) startScan() {
 			l.sched.gather(e.Pid, p, c, now, s.gen)
 		}
 	}
+	l.gatherScanReads(s, rescans, now)
+}
+
+// scanKnown is a scan that does not list the host (process events tell of
+// every fork and exit): the reads of the processes it knows.
+func (l *loop) scanKnown(now int64) {
+	s := l.scans.begin(ScanStats{Began: l.now()})
+	pl := l.sched.planner()
+	var rescans []rescan
+	for pid, p := range l.reg.all() {
+		switch c := pl.scanRead(p, trigger{kind: onScan, full: true}, now); c {
+		case causeNone:
+		case causeRescan:
+			rescans = append(rescans, rescan{pid, p})
+		default:
+			l.sched.gather(pid, p, c, now, s.gen)
+		}
+	}
+	l.gatherScanReads(s, rescans, now)
+}
+
+// gatherScanReads queues the rescans the budget takes beside the reads
+// gathered, and finishes the scan when it has none.
+func (l *loop) gatherScanReads(s *scan, rescans []rescan, now int64) {
+	pl := l.sched.planner()
 	for _, r := range pl.fitBudget(rescans) {
 		l.sched.gather(r.pid, r.p, causeRescan, now, s.gen)
 	}
@@ -142,23 +186,6 @@ func (l *loop) startScan() {
 	if s.pending == 0 {
 		l.finishScan()
 	}
-}
-
-// scanWithoutListing is a scan while events tell of every fork and exit:
-// it ends ended publications' grace periods and reports.
-func (l *loop) scanWithoutListing() {
-	if err := l.host.CheckProcfs(); err != nil {
-		l.reports.noteListing(err)
-		l.sched.relist() // list once it is back: reads failed meanwhile
-		return
-	}
-	if l.reports.cannotList() {
-		l.sched.relist()
-		l.startScan() // it is back: the listing clears the problem
-		return
-	}
-	l.scans.begin(ScanStats{Began: l.now()})
-	l.finishScan()
 }
 
 // sweep forgets the processes a listing did not list and counts those
