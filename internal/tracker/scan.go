@@ -146,13 +146,7 @@ func (l *loop) startScan() {
 		if c == causeListing || p.ino == 0 && p.start == 0 && p.found == OutcomeNoContext {
 			p.ino = e.Ino // read for it, or known from its fork or exec event
 		}
-		switch c {
-		case causeNone:
-		case causeRescan:
-			rescans = append(rescans, rescan{e.Pid, p})
-		default:
-			l.sched.gather(e.Pid, p, c, now, s.gen)
-		}
+		rescans = l.startScanRead(s, e.Pid, p, c, now, rescans)
 	}
 	l.gatherScanReads(s, rescans, now)
 }
@@ -164,15 +158,22 @@ func (l *loop) scanKnown(now int64) {
 	pl := l.sched.planner()
 	var rescans []rescan
 	for pid, p := range l.reg.all() {
-		switch c := pl.scanRead(p, trigger{kind: onScan, full: true}, now); c {
-		case causeNone:
-		case causeRescan:
-			rescans = append(rescans, rescan{pid, p})
-		default:
-			l.sched.gather(pid, p, c, now, s.gen)
-		}
+		rescans = l.startScanRead(s, pid, p, pl.scanRead(p, trigger{kind: onScan, full: true}, now), now, rescans)
 	}
 	l.gatherScanReads(s, rescans, now)
+}
+
+// startScanRead starts the read c the scan s asks of p: gathered now, or,
+// a rescan, added to rescans for the scan's budget (gatherScanReads).
+func (l *loop) startScanRead(s *scan, pid int, p *proc, c cause, now int64, rescans []rescan) []rescan {
+	switch c {
+	case causeNone:
+	case causeRescan:
+		return append(rescans, rescan{pid, p})
+	default:
+		l.sched.gather(pid, p, c, now, s.gen)
+	}
+	return rescans
 }
 
 // gatherScanReads queues the rescans the budget takes beside the reads

@@ -9,7 +9,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -35,7 +34,7 @@ import (
 // event. Run it with -benchtime=1x.
 func BenchmarkStorm(b *testing.B) {
 	pubtest.RequireRoot(b)
-	rate, seconds := envInt(b, "STORM_RATE", 5000), envInt(b, "STORM_SECONDS", 30)
+	rate, seconds := pubtest.EnvInt(b, "STORM_RATE", 5000), pubtest.EnvInt(b, "STORM_SECONDS", 30)
 	storm := filepath.Join(b.TempDir(), "storm")
 	cc := exec.Command("gcc", "-O2", "-Wall", "-Wextra", "-Werror", "-std=gnu11", "-o", storm,
 		filepath.Join(pubtest.RepoRoot(), "testdata", "storm", "storm.c"))
@@ -160,19 +159,6 @@ storming:
 	wg.Wait()
 	started, _ := strconv.Atoi(strings.TrimPrefix(strings.TrimSpace(out.String()), "started "))
 	return stormResult{cpu: cpuTime() - cpuStart, rssGrowth: peak - rssStart, started: started, publishers: all}
-}
-
-func envInt(b *testing.B, name string, def int) int {
-	b.Helper()
-	v := strings.TrimSpace(os.Getenv(name))
-	if v == "" {
-		return def
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n <= 0 {
-		b.Fatalf("%s=%q: want a positive number", name, v)
-	}
-	return n
 }
 
 // startShortPublisher starts the C publisher publishing svc and returns its

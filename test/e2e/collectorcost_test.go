@@ -174,14 +174,14 @@ func collectorBenchParameters(b *testing.B) collectorBenchParams {
 	p := collectorBenchParams{
 		binary:      os.Getenv("COLLECTORBENCH_BINARY"),
 		sizes:       []int{400, 4000},
-		young:       envDuration(b, "COLLECTORBENCH_YOUNG", time.Minute),
-		steady:      envDuration(b, "COLLECTORBENCH_STEADY", time.Minute),
-		churn:       envDuration(b, "COLLECTORBENCH_CHURN", 30*time.Second),
-		brief:       envDuration(b, "COLLECTORBENCH_BRIEF", 30*time.Second),
+		young:       pubtest.EnvDuration(b, "COLLECTORBENCH_YOUNG", time.Minute),
+		steady:      pubtest.EnvDuration(b, "COLLECTORBENCH_STEADY", time.Minute),
+		churn:       pubtest.EnvDuration(b, "COLLECTORBENCH_CHURN", 30*time.Second),
+		brief:       pubtest.EnvDuration(b, "COLLECTORBENCH_BRIEF", 30*time.Second),
 		profiles:    os.Getenv("COLLECTORBENCH_PROFILES"),
-		churnRate:   envInt(b, "COLLECTORBENCH_CHURN_RATE", 50),
-		steadyTries: envInt(b, "COLLECTORBENCH_STEADY_TRIES", 3),
-		bigMappings: envInt(b, "COLLECTORBENCH_BIG_MAPPINGS", 50_000),
+		churnRate:   pubtest.EnvInt(b, "COLLECTORBENCH_CHURN_RATE", 50),
+		steadyTries: pubtest.EnvInt(b, "COLLECTORBENCH_STEADY_TRIES", 3),
+		bigMappings: pubtest.EnvInt(b, "COLLECTORBENCH_BIG_MAPPINGS", 50_000),
 	}
 	if v := os.Getenv("COLLECTORBENCH_BESIDE"); v != "" {
 		p.beside = strings.Split(v, ",")

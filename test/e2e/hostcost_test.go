@@ -127,9 +127,9 @@ func TestLatePublisherAtDefaults(t *testing.T) {
 func BenchmarkHostCost(b *testing.B) {
 	pubtest.RequireRoot(b)
 	loop := buildGetppid(b)
-	syscalls := envInt(b, "HOSTCOST_SYSCALLS", 10_000_000)
-	munmaps := envInt(b, "HOSTCOST_MUNMAPS", 1_000_000)
-	rounds := envInt(b, "HOSTCOST_ROUNDS", 5)
+	syscalls := pubtest.EnvInt(b, "HOSTCOST_SYSCALLS", 10_000_000)
+	munmaps := pubtest.EnvInt(b, "HOSTCOST_MUNMAPS", 1_000_000)
+	rounds := pubtest.EnvInt(b, "HOSTCOST_ROUNDS", 5)
 	variants := []struct {
 		name      string
 		collector bool
@@ -228,36 +228,6 @@ func runGetppid(b *testing.B, bin string, n int, args ...string) float64 {
 	v, err := strconv.ParseFloat(strings.TrimSpace(string(out)), 64)
 	require.NoError(b, err)
 	return v
-}
-
-// envInt returns the positive integer the environment variable name
-// holds, def when it is unset.
-func envInt(t testing.TB, name string, def int) int {
-	t.Helper()
-	s := os.Getenv(name)
-	if s == "" {
-		return def
-	}
-	v, err := strconv.Atoi(s)
-	if err != nil || v <= 0 {
-		t.Fatalf("%s=%q: want a positive integer", name, s)
-	}
-	return v
-}
-
-// envDuration returns the positive duration the environment variable name
-// holds, def when it is unset.
-func envDuration(t testing.TB, name string, def time.Duration) time.Duration {
-	t.Helper()
-	s := os.Getenv(name)
-	if s == "" {
-		return def
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil || d <= 0 {
-		t.Fatalf("%s=%q: want a positive duration", name, s)
-	}
-	return d
 }
 
 func median(v []float64) float64 {

@@ -36,7 +36,7 @@ import (
 // maxRestWakeups times a second.
 func BenchmarkAtRest(b *testing.B) {
 	pubtest.RequireRoot(b)
-	settle, window := envDuration(b, "REST_SETTLE", time.Minute), envDuration(b, "REST_WINDOW", 30*time.Second)
+	settle, window := pubtest.EnvDuration(b, "REST_SETTLE", time.Minute), pubtest.EnvDuration(b, "REST_WINDOW", 30*time.Second)
 	shipped, err := os.ReadFile(filepath.Join(pubtest.RepoRoot(), "config.yaml"))
 	if err != nil {
 		b.Fatal(err)

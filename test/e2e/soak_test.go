@@ -73,7 +73,7 @@ func soakParameters(t *testing.T) soakParams {
 		}
 	}
 	for name, n := range map[string]*int{"SOAK_CHURN_RATE": &p.churnRate, "SOAK_IDLE": &p.idle, "SOAK_LOGS_RATE": &p.logsRate, "SOAK_PROFILES_RATE": &p.profilesRate} {
-		*n = envInt(t, name, *n)
+		*n = pubtest.EnvInt(t, name, *n)
 	}
 	return p
 }
