@@ -3,6 +3,7 @@ module github.com/processctx/otelcol-processctx
 go 1.26.0
 
 require (
+	github.com/benbjohnson/immutable v0.4.3
 	github.com/cenkalti/backoff/v5 v5.0.3
 	github.com/cilium/ebpf v0.22.0
 	github.com/go-viper/mapstructure/v2 v2.5.0
@@ -103,6 +104,7 @@ require (
 	go.opentelemetry.io/otel/sdk v1.47.0 // indirect
 	go.uber.org/multierr v1.11.0 // indirect
 	go.yaml.in/yaml/v2 v2.4.4 // indirect
+	golang.org/x/exp v0.0.0-20220518171630-0b5c67f07fdf // indirect
 	golang.org/x/net v0.60.0 // indirect
 	golang.org/x/text v0.42.0 // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260928230214-8a89bd6388cc // indirect

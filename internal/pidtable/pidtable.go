@@ -2,11 +2,12 @@
 // SPDX-License-Identifier: Apache-2.0
 
 // Package pidtable is a hash table keyed by pid, for the lookups on the
-// hot path of every resource and record the processor enriches: the
-// tracker's snapshot of publications, and the pids a batch resolved so
-// far. It is open addressing with Fibonacci hashing (a multiply, a shift
-// and mostly one probe), at most half full; pids are dense small integers,
-// which a general-purpose map hashes at far greater cost.
+// hot path of every resource and record the processor enriches (the pids
+// a batch resolved so far), and the tracker's table of 4-bit answers by
+// pid (Nibbles). The hash table is open addressing with Fibonacci hashing
+// (a multiply, a shift and mostly one probe), at most half full; pids are
+// dense small integers, which a general-purpose map hashes at far greater
+// cost.
 //
 // A Table is not safe for concurrent writes; once built it may be read
 // concurrently.

@@ -4,10 +4,11 @@
 package tracker
 
 import (
-	"iter"
 	"slices"
 	"sync"
 	"sync/atomic"
+
+	"github.com/benbjohnson/immutable"
 
 	"github.com/processctx/otelcol-processctx/internal/pidtable"
 )
@@ -28,10 +29,17 @@ type outputs struct {
 	// the order its grace period ends.
 	ended      map[int]endedPub
 	endedQueue []endedPub
-	dirty      bool       // publications changed since the last snapshot
-	touched    []int      // the pids whose lookup answer may have changed
-	changes    []Change   // the subscribers' next
-	stats      *ScanStats // the last scan's summary, the subscribers' next
+	// altered are the pids whose publication may have changed since the
+	// last snapshot; rebuild: every one did (the views were recomputed).
+	altered []int
+	rebuild bool
+	// inContainer is, for each key of the snapshot's byContainer, the pids
+	// of its publications (a live one and ended ones, seldom more): whom
+	// a change of one of them makes the key's publication.
+	inContainer map[ContainerPid][]int
+	touched     []int      // the pids whose lookup answer may have changed
+	changes     []Change   // the subscribers' next
+	stats       *ScanStats // the last scan's summary, the subscribers' next
 	// prompt: the changes recorded now are Prompt (the loop sets it while
 	// it handles an event or applies an urgent read).
 	prompt bool
@@ -56,7 +64,8 @@ type subscriber struct{ fn Subscriber }
 
 func (o *outputs) init() {
 	o.ended = map[int]endedPub{}
-	o.snap.Store(&Snapshot{byContainer: map[ContainerPid]*Publication{}})
+	o.inContainer = map[ContainerPid][]int{}
+	o.snap.Store(emptySnapshot())
 }
 
 func (o *outputs) callOnScan(fn func(ScanStats)) { o.onScan = append(o.onScan, fn) }
@@ -71,7 +80,7 @@ func (o *outputs) touch(pid int) { o.touched = append(o.touched, pid) }
 // of its pid.
 func (o *outputs) record(kind ChangeKind, pub *Publication, until int64) {
 	o.changes = append(o.changes, Change{Kind: kind, Publication: pub, Prompt: o.prompt})
-	o.dirty = true
+	o.altered = append(o.altered, pub.PID)
 	switch {
 	case !kind.Ends():
 		delete(o.ended, pub.PID)
@@ -86,7 +95,7 @@ func (o *outputs) record(kind ChangeKind, pub *Publication, until int64) {
 func (o *outputs) dropEnded(pid int, start uint64) {
 	if e, ok := o.ended[pid]; ok && e.p.StartTicks != start {
 		delete(o.ended, pid)
-		o.dirty = true
+		o.altered = append(o.altered, pid)
 	}
 }
 
@@ -97,7 +106,7 @@ func (o *outputs) expire(now int64) int {
 	for len(q) > 0 && now >= q[0].until {
 		if e, ok := o.ended[q[0].pid]; ok && e.until == q[0].until {
 			delete(o.ended, q[0].pid)
-			o.dirty = true
+			o.altered = append(o.altered, q[0].pid)
 		}
 		q = q[1:]
 	}
@@ -108,38 +117,46 @@ func (o *outputs) expire(now int64) int {
 // handScan hands the summary of a scan to the next tell.
 func (o *outputs) handScan(stats *ScanStats) { o.stats = stats }
 
-// publish publishes a new snapshot when something changed: live are the
-// live publications (n of them), answer says what a lookup of a pid
+// publish publishes a new snapshot when something changed: live returns
+// the live publication of a pid (nil: none), answer what a lookup of a pid
 // without one answers. A snapshot says Scanned from the one that comes
 // with the first scan's summary.
-func (o *outputs) publish(live iter.Seq2[int, *Publication], n int, answer func(pid int) Answer) {
+func (o *outputs) publish(live func(pid int) *Publication, answer func(pid int) Answer) {
 	cur := o.snap.Load()
 	scanned := cur.Scanned || o.stats != nil
-	if !o.dirty && len(o.touched) == 0 && cur.Scanned == scanned {
+	if len(o.altered) == 0 && !o.rebuild && len(o.touched) == 0 && cur.Scanned == scanned {
 		return
 	}
 	s := &Snapshot{byPID: cur.byPID, byContainer: cur.byContainer, answers: cur.answers, Scanned: scanned}
-	if o.dirty {
-		o.dirty = false
-		// Every publication: the live ones and the ended ones retained
-		// (never two of one pid).
-		s.byPID = newPidTable(n + len(o.ended))
-		for pid, p := range live {
-			s.byPID.add(pid, p)
+	if o.rebuild {
+		// Every publication of the snapshot is replaced (those not yet in
+		// it are altered already).
+		o.rebuild = false
+		for it := cur.byPID.Iterator(); !it.Done(); {
+			pid, _, _ := it.Next()
+			o.altered = append(o.altered, pid)
 		}
-		for pid, e := range o.ended {
-			s.byPID.add(pid, e.p)
+	}
+	var keys []ContainerPid
+	for _, pid := range o.altered {
+		was, _ := s.byPID.Get(pid)
+		is := live(pid)
+		if e, ok := o.ended[pid]; ok && is == nil {
+			is = e.p // never both: a live publication drops the ended one
 		}
-		s.byContainer = map[ContainerPid]*Publication{}
-		for _, p := range s.byPID.all {
-			if cid := p.Identity.ContainerID; cid != "" {
-				k := ContainerPid{cid, p.Identity.VPID()}
-				// A live publication wins over an ended one of the same pair.
-				if cur := s.byContainer[k]; cur == nil || !cur.Live() {
-					s.byContainer[k] = p
-				}
-			}
+		if is == was {
+			continue
 		}
+		if is == nil {
+			s.byPID = s.byPID.Delete(pid)
+		} else {
+			s.byPID = s.byPID.Set(pid, is)
+		}
+		keys = o.reindex(keys, pid, was, is)
+	}
+	o.altered = o.altered[:0]
+	for _, k := range keys {
+		s.byContainer = o.containerEntry(s, k)
 	}
 	w := pidtable.NewNibbleWriter(cur.answers)
 	for _, pid := range o.touched {
@@ -148,6 +165,48 @@ func (o *outputs) publish(live iter.Seq2[int, *Publication], n int, answer func(
 	o.touched = o.touched[:0]
 	s.answers = w.Table()
 	o.snap.Store(s)
+}
+
+// reindex moves pid, whose publication was and is now is (either nil),
+// between the keys of inContainer, and returns keys with those whose
+// publication may change.
+func (o *outputs) reindex(keys []ContainerPid, pid int, was, is *Publication) []ContainerPid {
+	if was != nil && was.Identity.ContainerID != "" {
+		k := ContainerPid{was.Identity.ContainerID, was.Identity.VPID()}
+		pids := slices.DeleteFunc(o.inContainer[k], func(p int) bool { return p == pid })
+		if len(pids) == 0 {
+			delete(o.inContainer, k)
+		} else {
+			o.inContainer[k] = pids
+		}
+		keys = append(keys, k)
+	}
+	if is != nil && is.Identity.ContainerID != "" {
+		k := ContainerPid{is.Identity.ContainerID, is.Identity.VPID()}
+		if pids := o.inContainer[k]; !slices.Contains(pids, pid) {
+			o.inContainer[k] = append(pids, pid)
+		}
+		keys = append(keys, k)
+	}
+	return keys
+}
+
+// containerEntry returns s.byContainer with the publication of k, as s.byPID
+// has them: a live one wins over an ended one of the same pair.
+func (o *outputs) containerEntry(s *Snapshot, k ContainerPid) *immutable.Map[ContainerPid, *Publication] {
+	var best *Publication
+	for _, pid := range o.inContainer[k] {
+		if p, _ := s.byPID.Get(pid); p != nil && (best == nil || !best.Live()) {
+			best = p
+		}
+	}
+	if cur, _ := s.byContainer.Get(k); cur == best {
+		return s.byContainer
+	}
+	if best == nil {
+		return s.byContainer.Delete(k)
+	}
+	return s.byContainer.Set(k, best)
 }
 
 // tell hands the last scan's summary to the WithScanStats functions, and
@@ -225,5 +284,5 @@ func (o *outputs) recomputeViews() {
 		e.p = o.withViews(e.p)
 		o.ended[pid] = e
 	}
-	o.dirty = true
+	o.rebuild = true
 }

@@ -29,7 +29,6 @@ func newRegistry() registry {
 func (r *registry) get(pid int) *proc          { return r.procs[pid] }
 func (r *registry) all() iter.Seq2[int, *proc] { return maps.All(r.procs) }
 func (r *registry) size() int                  { return len(r.procs) }
-func (r *registry) identities() int            { return len(r.identified) }
 func (r *registry) drop(pid int)               { delete(r.procs, pid) } // its identity taken
 
 func (r *registry) add(pid int, listedIn uint32) *proc {
@@ -61,6 +60,14 @@ func (r *registry) unidentify(pid int, p *proc) *Publication {
 	p.identity = nil
 	delete(r.identified, pid)
 	return pub
+}
+
+// publication returns the live publication (identity) of pid, or nil.
+func (r *registry) publication(pid int) *Publication {
+	if p := r.procs[pid]; p != nil {
+		return p.identity
+	}
+	return nil
 }
 
 // publications calls yield for every live publication (every identity).

@@ -4,6 +4,10 @@
 package tracker
 
 import (
+	"hash/maphash"
+
+	"github.com/benbjohnson/immutable"
+
 	"github.com/processctx/otelcol-processctx/internal/pidtable"
 )
 
@@ -11,12 +15,16 @@ import (
 // what the reads of the other pids found. It is immutable: the tracker
 // publishes a new one after every change, atomically, and a lookup on one
 // snapshot always gives the same answer. Readers take no lock.
+//
+// Its tables are persistent: a new snapshot shares with the one before it
+// everything a change did not touch, so that a change costs the logarithm
+// of the host's publications, not their number (outputs.publish).
 type Snapshot struct {
 	// byPID holds every live publication and the ended ones within their
 	// grace period (unless the pid names another process since).
-	byPID pidTable
+	byPID *immutable.Map[int, *Publication]
 	// byContainer indexes byPID by (container.id, pid in the container).
-	byContainer map[ContainerPid]*Publication
+	byContainer *immutable.Map[ContainerPid, *Publication]
 	// answers is what lookups of the pids without a publication answer.
 	answers pidtable.Nibbles
 	// Scanned reports whether the first scan of the host has finished.
@@ -29,8 +37,10 @@ type Snapshot struct {
 // under way or due: Tracker.Probe reads it and waits for it). It takes no
 // lock and does not allocate.
 func (s *Snapshot) Lookup(pid int) (*Publication, Answer) {
-	if p := s.byPID.get(pid); p != nil {
-		return p, AnswerOK
+	if s.byPID != nil {
+		if p, ok := s.byPID.Get(pid); ok {
+			return p, AnswerOK
+		}
 	}
 	return nil, Answer(s.answers.Get(pid))
 }
@@ -38,39 +48,49 @@ func (s *Snapshot) Lookup(pid int) (*Publication, Answer) {
 // InContainer returns the publication of the process that is vpid in the
 // container cid, or nil.
 func (s *Snapshot) InContainer(cid string, vpid int) *Publication {
-	return s.byContainer[ContainerPid{cid, vpid}]
+	if s.byContainer == nil {
+		return nil
+	}
+	p, _ := s.byContainer.Get(ContainerPid{cid, vpid})
+	return p
 }
 
 // Len returns the number of publications (live and ended).
-func (s *Snapshot) Len() int { return len(s.byPID.all) }
+func (s *Snapshot) Len() int {
+	if s.byPID == nil {
+		return 0
+	}
+	return s.byPID.Len()
+}
 
-// All calls fn for every publication until fn returns false.
+// All calls fn for every publication, in no particular order, until fn
+// returns false.
 func (s *Snapshot) All(fn func(*Publication) bool) {
-	for _, p := range s.byPID.all {
-		if !fn(p) {
+	if s.byPID == nil {
+		return
+	}
+	for it := s.byPID.Iterator(); !it.Done(); {
+		if _, p, _ := it.Next(); !fn(p) {
 			return
 		}
 	}
 }
 
-// pidTable is a hash table from pid to publication, built once per
-// snapshot (a pidtable.Table: on the hot path of every resource the
-// processor enriches), and the publications in a list.
-type pidTable struct {
-	index pidtable.Table[*Publication]
-	all   []*Publication
+// emptySnapshot is the snapshot before the first: no publication, no
+// answer.
+func emptySnapshot() *Snapshot {
+	return &Snapshot{
+		byPID:       immutable.NewMap[int, *Publication](immutable.NewHasher(0)),
+		byContainer: immutable.NewMap[ContainerPid, *Publication](containerPidHasher{maphash.MakeSeed()}),
+	}
 }
 
-func newPidTable(n int) pidTable {
-	return pidTable{index: pidtable.New[*Publication](n), all: make([]*Publication, 0, n)}
+// containerPidHasher hashes the keys of Snapshot.byContainer.
+type containerPidHasher struct{ seed maphash.Seed }
+
+func (h containerPidHasher) Hash(k ContainerPid) uint32 {
+	x := maphash.Comparable(h.seed, k)
+	return uint32(x ^ x>>32)
 }
 
-func (t *pidTable) add(pid int, p *Publication) {
-	t.index.Add(pid, p)
-	t.all = append(t.all, p)
-}
-
-func (t *pidTable) get(pid int) *Publication {
-	p, _ := t.index.Get(pid)
-	return p
-}
+func (containerPidHasher) Equal(a, b ContainerPid) bool { return a == b }

@@ -240,7 +240,7 @@ func (l *loop) at(t time.Time) int64 { return int64(t.Sub(l.epoch)) + 1 }
 func (l *loop) flush() {
 	l.sched.markRechecks()
 	now := l.clock()
-	l.out.publish(l.reg.publications, l.reg.identities(), func(pid int) Answer {
+	l.out.publish(l.reg.publication, func(pid int) Answer {
 		if p := l.reg.get(pid); p != nil {
 			return l.sched.answer(p, now)
 		}

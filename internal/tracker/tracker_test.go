@@ -468,6 +468,39 @@ func TestContainerIndex(t *testing.T) {
 	assert.Equal(t, 70, p.PID)
 	assert.Nil(t, h.tr.Snapshot().InContainer(cid, 70))
 	assert.Nil(t, h.tr.Snapshot().InContainer("other", 1))
+
+	// Its exit keeps it for the grace period; a live process of the same
+	// container pid wins over it, and stays when the grace period ends.
+	before := h.tr.Snapshot()
+	host.Remove(70)
+	h.rescan()
+	ended := h.tr.Snapshot().InContainer(cid, 1)
+	require.NotNil(t, ended)
+	assert.False(t, ended.Live())
+	host.Add(71).ContainerID = cid
+	host.Set(71, func(p *trackertest.Proc) { p.NSpid = []int{71, 1} })
+	host.Publish(71, "its successor")
+	h.rescan()
+	assert.Equal(t, 71, h.tr.Snapshot().InContainer(cid, 1).PID, "the live one wins")
+	h.clock.Advance(testConfig().GracePeriod)
+	h.rescan()
+	assert.Equal(t, 71, h.tr.Snapshot().InContainer(cid, 1).PID)
+	_, o := h.tr.Snapshot().Lookup(70)
+	assert.Equal(t, tracker.AnswerGone, o)
+	host.Remove(71)
+	h.rescan()
+	h.clock.Advance(testConfig().GracePeriod)
+	h.rescan()
+	assert.Nil(t, h.tr.Snapshot().InContainer(cid, 1))
+	assert.Zero(t, h.tr.Snapshot().Len())
+
+	// A snapshot is immutable: the one taken first still says what it did.
+	assert.Equal(t, 70, before.InContainer(cid, 1).PID)
+	assert.True(t, before.InContainer(cid, 1).Live())
+	p, o = before.Lookup(70)
+	assert.Equal(t, tracker.AnswerOK, o)
+	assert.Equal(t, 70, p.PID)
+	assert.Equal(t, 1, before.Len())
 }
 
 func TestViews(t *testing.T) {
