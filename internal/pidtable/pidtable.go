@@ -1,10 +1,11 @@
 // Copyright The otelcol-processctx Authors
 // SPDX-License-Identifier: Apache-2.0
 
-// Package pidtable is a hash table keyed by pid, for the lookups on the
-// hot path of every resource and record the processor enriches (the pids
-// a batch resolved so far), and the tracker's table of 4-bit answers by
-// pid (Nibbles). The hash table is open addressing with Fibonacci hashing
+// Package pidtable holds the tables keyed by pid on the hot path of every
+// resource and record the processor enriches: a hash table (Table, the
+// pids a batch resolved so far), and the persistent tables of the
+// tracker's snapshots, which a change copies only in part (Trie, the
+// publications; Nibbles, 4-bit answers). The hash table is open addressing with Fibonacci hashing
 // (a multiply, a shift and mostly one probe), at most half full; pids are
 // dense small integers, which a general-purpose map hashes at far greater
 // cost.

@@ -132,8 +132,7 @@ func (o *outputs) publish(live func(pid int) *Publication, answer func(pid int) 
 		// Every publication of the snapshot is replaced (those not yet in
 		// it are altered already).
 		o.rebuild = false
-		for it := cur.byPID.Iterator(); !it.Done(); {
-			pid, _, _ := it.Next()
+		for pid := range cur.byPID.All() {
 			o.altered = append(o.altered, pid)
 		}
 	}
@@ -148,9 +147,9 @@ func (o *outputs) publish(live func(pid int) *Publication, answer func(pid int) 
 			continue
 		}
 		if is == nil {
-			s.byPID = s.byPID.Delete(pid)
+			s.byPID = s.byPID.Without(pid)
 		} else {
-			s.byPID = s.byPID.Set(pid, is)
+			s.byPID = s.byPID.With(pid, is)
 		}
 		keys = o.reindex(keys, pid, was, is)
 	}

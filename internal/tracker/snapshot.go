@@ -22,7 +22,7 @@ import (
 type Snapshot struct {
 	// byPID holds every live publication and the ended ones within their
 	// grace period (unless the pid names another process since).
-	byPID *immutable.Map[int, *Publication]
+	byPID pidtable.Trie[*Publication]
 	// byContainer indexes byPID by (container.id, pid in the container).
 	byContainer *immutable.Map[ContainerPid, *Publication]
 	// answers is what lookups of the pids without a publication answer.
@@ -37,10 +37,8 @@ type Snapshot struct {
 // under way or due: Tracker.Probe reads it and waits for it). It takes no
 // lock and does not allocate.
 func (s *Snapshot) Lookup(pid int) (*Publication, Answer) {
-	if s.byPID != nil {
-		if p, ok := s.byPID.Get(pid); ok {
-			return p, AnswerOK
-		}
+	if p, ok := s.byPID.Get(pid); ok {
+		return p, AnswerOK
 	}
 	return nil, Answer(s.answers.Get(pid))
 }
@@ -56,21 +54,12 @@ func (s *Snapshot) InContainer(cid string, vpid int) *Publication {
 }
 
 // Len returns the number of publications (live and ended).
-func (s *Snapshot) Len() int {
-	if s.byPID == nil {
-		return 0
-	}
-	return s.byPID.Len()
-}
+func (s *Snapshot) Len() int { return s.byPID.Len() }
 
-// All calls fn for every publication, in no particular order, until fn
-// returns false.
+// All calls fn for every publication, by pid, until fn returns false.
 func (s *Snapshot) All(fn func(*Publication) bool) {
-	if s.byPID == nil {
-		return
-	}
-	for it := s.byPID.Iterator(); !it.Done(); {
-		if _, p, _ := it.Next(); !fn(p) {
+	for _, p := range s.byPID.All() {
+		if !fn(p) {
 			return
 		}
 	}
@@ -80,7 +69,6 @@ func (s *Snapshot) All(fn func(*Publication) bool) {
 // answer.
 func emptySnapshot() *Snapshot {
 	return &Snapshot{
-		byPID:       immutable.NewMap[int, *Publication](immutable.NewHasher(0)),
 		byContainer: immutable.NewMap[ContainerPid, *Publication](containerPidHasher{maphash.MakeSeed()}),
 	}
 }
