@@ -33,9 +33,9 @@ type outputs struct {
 	// last snapshot; rebuild: every one did (the views were recomputed).
 	altered []int
 	rebuild bool
-	// inContainer is, for each key of the snapshot's byContainer, the pids
-	// of its publications (a live one and ended ones, seldom more): whom
-	// a change of one of them makes the key's publication.
+	// inContainer holds, for each key of the snapshot's byContainer, the
+	// pids of its publications (a live one and ended ones, seldom more):
+	// when one of them changes, the key's entry is chosen among them again.
 	inContainer map[ContainerPid][]int
 	touched     []int      // the pids whose lookup answer may have changed
 	changes     []Change   // the subscribers' next
