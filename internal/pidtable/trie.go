@@ -96,23 +96,23 @@ func (t Trie[V]) All() iter.Seq2[int, V] {
 // with returns a copy of n (nil: an empty node) with pid's value v below
 // it, and whether pid was added rather than replaced.
 func (n *trieNode[V]) with(pid, shift int, v V) (*trieNode[V], bool) {
-	c := &trieNode[V]{}
+	var was trieNode[V]
 	if n != nil {
-		c.bits = n.bits
+		was = *n
 	}
 	bit := uint64(1) << (pid >> shift & (1<<trieBits - 1))
-	i, had := bits.OnesCount64(c.bits&(bit-1)), c.bits&bit != 0
-	c.bits |= bit
+	i, had := bits.OnesCount64(was.bits&(bit-1)), was.bits&bit != 0
+	c := &trieNode[V]{bits: was.bits | bit}
 	if shift == 0 {
-		c.vals = copyWith(n.valsOrNil(), i, had, v)
+		c.vals = copyWith(was.vals, i, had, v)
 		return c, !had
 	}
 	var kid *trieNode[V]
 	if had {
-		kid = n.kids[i]
+		kid = was.kids[i]
 	}
 	kid, added := kid.with(pid, shift-trieBits, v)
-	c.kids = copyWith(n.kidsOrNil(), i, had, kid)
+	c.kids = copyWith(was.kids, i, had, kid)
 	return c, added
 }
 
@@ -149,20 +149,6 @@ func (n *trieNode[V]) all(prefix, shift int, yield func(int, V) bool) bool {
 		i++
 	}
 	return true
-}
-
-func (n *trieNode[V]) valsOrNil() []V {
-	if n == nil {
-		return nil
-	}
-	return n.vals
-}
-
-func (n *trieNode[V]) kidsOrNil() []*trieNode[V] {
-	if n == nil {
-		return nil
-	}
-	return n.kids
 }
 
 // copyWith returns a copy of s with x at i, replacing what is there if

@@ -311,14 +311,9 @@ func (pl planner) scanReads(h *hostState, now int64) (list, full bool) {
 	return list, full
 }
 
-// listingRead says which read a scan that found p's pid with the inode ino
-// starts now (causeRescan: one its budget may take), causeNone for none.
-func (pl planner) listingRead(p *proc, ino uint64, full bool, now int64) cause {
-	return pl.scanRead(p, trigger{kind: onListing, ino: ino, full: full}, now)
-}
-
-// scanRead says which read a scan that met p (tr: onListing or onScan)
-// starts now, causeNone for none.
+// scanRead says which read a scan that met p (tr: onListing, with the
+// inode listed, or onScan) starts now (causeRescan: one its budget may
+// take), causeNone for none.
 func (pl planner) scanRead(p *proc, tr trigger, now int64) cause {
 	if rp := pl.next(p, tr, now); rp.at <= now {
 		return rp.cause

@@ -142,7 +142,7 @@ func (l *loop) startScan() {
 		if p.ino == 0 && pl.procEvents {
 			p.ino = e.Ino // known from its events, which tell when it goes: a listing adds its inode
 		}
-		c := pl.listingRead(p, e.Ino, full, now)
+		c := pl.scanRead(p, trigger{kind: onListing, ino: e.Ino, full: full}, now)
 		if c == causeListing || p.ino == 0 && p.start == 0 && p.found == OutcomeNoContext {
 			p.ino = e.Ino // read for it, or known from its fork or exec event
 		}
