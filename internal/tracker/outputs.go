@@ -30,9 +30,8 @@ type outputs struct {
 	ended      map[int]endedPub
 	endedQueue []endedPub
 	// altered are the pids whose publication may have changed since the
-	// last snapshot; rebuild: every one did (the views were recomputed).
+	// last snapshot.
 	altered []int
-	rebuild bool
 	// inContainer holds, for each key of the snapshot's byContainer, the
 	// pids of its publications (a live one and ended ones, seldom more):
 	// when one of them changes, the key's entry is chosen among them again.
@@ -124,18 +123,10 @@ func (o *outputs) handScan(stats *ScanStats) { o.stats = stats }
 func (o *outputs) publish(live func(pid int) *Publication, answer func(pid int) Answer) {
 	cur := o.snap.Load()
 	scanned := cur.Scanned || o.stats != nil
-	if len(o.altered) == 0 && !o.rebuild && len(o.touched) == 0 && cur.Scanned == scanned {
+	if len(o.altered) == 0 && len(o.touched) == 0 && cur.Scanned == scanned {
 		return
 	}
 	s := &Snapshot{byPID: cur.byPID, byContainer: cur.byContainer, answers: cur.answers, Scanned: scanned}
-	if o.rebuild {
-		// Every publication of the snapshot is replaced (those not yet in
-		// it are altered already).
-		o.rebuild = false
-		for pid := range cur.byPID.All() {
-			o.altered = append(o.altered, pid)
-		}
-	}
 	var keys []ContainerPid
 	for _, pid := range o.altered {
 		was, _ := s.byPID.Get(pid)
@@ -276,12 +267,16 @@ func (o *outputs) withViews(p *Publication) *Publication {
 	return &c
 }
 
-// recomputeViews gives the ended publications the views' values; the
-// next snapshot has them.
+// recomputeViews gives the ended publications the views' values (the live
+// ones have them from registry.rewrite); the next snapshot has them all.
 func (o *outputs) recomputeViews() {
 	for pid, e := range o.ended {
 		e.p = o.withViews(e.p)
 		o.ended[pid] = e
 	}
-	o.rebuild = true
+	// Every publication of the snapshot is replaced (those not yet in it
+	// are altered already).
+	for pid := range o.snap.Load().byPID.All() {
+		o.altered = append(o.altered, pid)
+	}
 }
