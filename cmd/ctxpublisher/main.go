@@ -257,19 +257,14 @@ func parseRawHeader(pub *publisher.Publication, f []string) (publisher.RawHeader
 	return h, err
 }
 
-// unmappedAddress returns an address where nothing is mapped and nothing
-// will be: the 16th page, below every program's text and far below the
-// mappings the kernel hands out (top-down). A page just unmapped is not
-// one: the Go runtime's threads may map it again before it is read.
+// unmappedAddress returns an address that was just unmapped.
 func unmappedAddress() (uint64, error) {
-	addr := 16 * uint64(os.Getpagesize())
-	var vec [1]byte
-	// mincore fails with ENOMEM on a range with anything unmapped.
-	_, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(addr), uintptr(os.Getpagesize()), uintptr(unsafe.Pointer(&vec[0])))
-	if errno != unix.ENOMEM {
-		return 0, fmt.Errorf("page %#x is mapped (mincore: %w)", addr, errno)
+	m, err := unix.Mmap(-1, 0, os.Getpagesize(), unix.PROT_READ, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		return 0, err
 	}
-	return addr, nil
+	addr := uint64(uintptr(unsafe.Pointer(&m[0])))
+	return addr, unix.Munmap(m)
 }
 
 // spin updates in a tight loop with self-checking payloads: update n carries

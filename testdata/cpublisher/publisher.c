@@ -527,19 +527,15 @@ static void cmd_header(char **args, int nargs)
 	if (strcmp(args[4], "inline") == 0) {
 		ptr = (uint64_t)(uintptr_t)(map_addr + HEADER_SIZE);
 	} else if (strcmp(args[4], "unmapped") == 0) {
-		/* The 16th page: below every program's text and far below what
-		 * the kernel maps (top-down), so nothing maps it before it is
-		 * read, as a page just unmapped may be mapped again. mincore
-		 * fails with ENOMEM where nothing is mapped. */
 		long ps = sysconf(_SC_PAGESIZE);
 		size_t pl = ps > 0 ? (size_t)ps : 4096u;
-		unsigned char vec;
-		void *p = (void *)(uintptr_t)(16 * pl);
-		if (mincore(p, pl, &vec) == 0 || errno != ENOMEM) {
+		void *p = mmap(NULL, pl, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (p == MAP_FAILED) {
 			free(sig);
-			reply("err page 16 is mapped");
+			reply("err mmap failed");
 			return;
 		}
+		munmap(p, pl);
 		ptr = (uint64_t)(uintptr_t)p;
 	} else if (strncmp(args[4], "0x", 2) == 0 || strncmp(args[4], "0X", 2) == 0) {
 		const char *h = args[4] + 2;
